@@ -1,0 +1,25 @@
+"""skinflint's cost-annotated intermediate representation.
+
+Nothing here imports from the trainers, compilers or runtimes.
+"""
+from .builders import (anytime, binary_task, cascade, classifier_tree, concat_trees,
+                       feature_input, features_from_costs, groups_from_costs, kernel,
+                       linear, model, multiclass_task, node_input, regression_task,
+                       tree_input, trees_from_arrays)
+from .costs import features_per_tree, reachable_units, static_cost
+from .errors import IRError
+from .inspect import inspect
+from .json_io import FORMAT, VERSION, from_dict, from_json, load, model_hash, save, to_dict, to_json
+from .model import Feature, Group, Model, Task
+from .nodes import (AnytimeNode, CascadeNode, ClassifierTreeNode, KernelNode, LinearNode,
+                    TreesNode)
+
+__all__ = [
+    "IRError", "Model", "Feature", "Group", "Task", "TreesNode", "LinearNode", "KernelNode",
+    "CascadeNode", "AnytimeNode", "ClassifierTreeNode", "save", "load", "to_json", "from_json",
+    "to_dict", "from_dict", "model_hash", "FORMAT", "VERSION", "static_cost", "reachable_units",
+    "features_per_tree", "inspect", "trees_from_arrays", "concat_trees", "linear", "kernel",
+    "cascade", "anytime", "classifier_tree", "model", "features_from_costs",
+    "groups_from_costs", "regression_task", "binary_task", "multiclass_task",
+    "feature_input", "tree_input", "node_input",
+]

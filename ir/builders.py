@@ -1,0 +1,212 @@
+"""Construct IR nodes and models without hand-writing raw arrays.
+
+Example::
+
+    from skinflint import ir
+    feats = ir.features_from_costs([1.0, 10.0], names=["cheap", "exact"])
+    bank = ir.trees_from_arrays(feature=[0, -1, -1], threshold=[0.5, 0, 0],
+                                left=[1, -1, -1], right=[2, -1, -1],
+                                value=[[0.0], [-1.0], [1.0]])
+    model = ir.model(feats, [bank], output=0, task=ir.binary_task())
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .arrays import bool_array, cost_array, float32_array, int_array
+from .errors import IRError
+from .model import Feature, Group, Model, Task
+from .nodes import (EXIT_RULES, INPUT_FEATURE, INPUT_NODE, INPUT_TREE, KERNELS,
+                    AnytimeNode, CascadeNode, ClassifierTreeNode, KernelNode,
+                    LinearNode, TreesNode)
+
+
+def features_from_costs(costs, names=None, groups=None) -> list[Feature]:
+    """Features from a cost vector; ``groups`` gives each feature's group
+    index (or None/-1 for none)."""
+    costs = cost_array(np.asarray(costs, np.float64), "feature costs")
+    names = names if names is not None else [f"f{i}" for i in range(len(costs))]
+    if len(names) != len(costs):
+        raise IRError(f"features: {len(names)} names for {len(costs)} costs")
+    gs = [None] * len(costs) if groups is None else [
+        None if g is None or int(g) < 0 else int(g) for g in groups]
+    if len(gs) != len(costs):
+        raise IRError(f"features: {len(gs)} groups for {len(costs)} costs")
+    return [Feature(str(n), float(c), g) for n, c, g in zip(names, costs, gs)]
+
+
+def groups_from_costs(costs, names=None) -> list[Group]:
+    costs = cost_array(np.asarray(costs, np.float64), "group costs")
+    names = names if names is not None else [f"g{i}" for i in range(len(costs))]
+    return [Group(str(n), float(c)) for n, c in zip(names, costs)]
+
+
+def regression_task(n_outputs=1) -> Task:
+    return Task("regression", n_outputs, (), "identity")
+
+
+def binary_task(classes=(0, 1), transform="logistic") -> Task:
+    return Task("binary", 1, tuple(_py(c) for c in classes), transform)
+
+
+def multiclass_task(classes, transform="softmax") -> Task:
+    return Task("multiclass", len(classes), tuple(_py(c) for c in classes), transform)
+
+
+def _py(c):
+    return c.item() if isinstance(c, np.generic) else c
+
+
+def trees_from_arrays(feature, threshold, left, right, value, *, roots=None,
+                      missing_left=None, tree_cost=None, base_score=None, name="") -> TreesNode:
+    """A tree bank from flat arrays.  ``value`` is [M] or [M, K]; ``roots``
+    defaults to [0] (one tree).  ``missing_left`` defaults to True."""
+    feature = int_array(np.asarray(feature), "feature", low=-1)
+    M = feature.shape[0]
+    value = np.asarray(value, np.float64)
+    if value.ndim == 1:
+        value = value[:, None]
+    if value.ndim != 2 or value.shape[0] != M:
+        raise IRError(f"value: expected shape [{M}, K], got {value.shape}")
+    K = value.shape[1]
+    roots = int_array(np.asarray([0] if roots is None else roots), "roots", low=0, high=M)
+    v = float32_array(value.ravel(), "value").reshape(M, K)
+    v.setflags(write=False)
+    node = TreesNode(
+        roots=roots, feature=feature,
+        threshold=float32_array(np.asarray(threshold, np.float64), "threshold", length=M),
+        left=int_array(np.asarray(left), "left", length=M, low=-1, high=M),
+        right=int_array(np.asarray(right), "right", length=M, low=-1, high=M),
+        missing_left=bool_array(np.ones(M, bool) if missing_left is None else np.asarray(missing_left), "missing_left", length=M),
+        value=v,
+        tree_cost=cost_array(np.zeros(roots.shape[0]) if tree_cost is None else np.asarray(tree_cost, np.float64), "tree_cost", length=roots.shape[0]),
+        base_score=float32_array(np.zeros(K) if base_score is None else np.atleast_1d(np.asarray(base_score, np.float64)), "base_score", length=K),
+        name=name)
+    node.check(name or "trees")
+    return node
+
+
+def concat_trees(trees: list[dict], *, tree_cost=None, base_score=None, name="") -> TreesNode:
+    """A bank from per-tree dicts with local indices (feature, threshold,
+    left, right, value[, missing_left]); children are re-based."""
+    f, th, l, r, v, ml, roots = [], [], [], [], [], [], []
+    off = 0
+    for t in trees:
+        n = len(t["feature"])
+        roots.append(off)
+        f.append(np.asarray(t["feature"]))
+        th.append(np.asarray(t["threshold"], np.float64))
+        lt, rt = np.asarray(t["left"]), np.asarray(t["right"])
+        l.append(np.where(lt >= 0, lt + off, -1))
+        r.append(np.where(rt >= 0, rt + off, -1))
+        vv = np.asarray(t["value"], np.float64)
+        v.append(vv[:, None] if vv.ndim == 1 else vv)
+        ml.append(np.asarray(t.get("missing_left", np.ones(n, bool))))
+        off += n
+    return trees_from_arrays(np.concatenate(f), np.concatenate(th), np.concatenate(l),
+                             np.concatenate(r), np.concatenate(v), roots=roots,
+                             missing_left=np.concatenate(ml), tree_cost=tree_cost,
+                             base_score=base_score, name=name)
+
+
+def feature_input(j):
+    return ("feature", j)
+
+
+def tree_input(node, tree, output=0):
+    return ("tree", node, tree, output)
+
+
+def node_input(node, output=0):
+    return ("node", node, output)
+
+
+def linear(inputs, weights, bias=0.0, *, name="") -> LinearNode:
+    """``inputs`` are ``feature_input``/``tree_input``/``node_input`` tuples
+    (or plain ints for features); ``weights`` is [n] or [n, K]."""
+    kinds, index, tree, out = [], [], [], []
+    for inp in inputs:
+        if isinstance(inp, (int, np.integer)):
+            inp = ("feature", int(inp))
+        if inp[0] == "feature":
+            kinds.append(INPUT_FEATURE), index.append(inp[1]), tree.append(0), out.append(0)
+        elif inp[0] == "tree":
+            kinds.append(INPUT_TREE), index.append(inp[1]), tree.append(inp[2]), out.append(inp[3])
+        elif inp[0] == "node":
+            kinds.append(INPUT_NODE), index.append(inp[1]), tree.append(0), out.append(inp[2])
+        else:
+            raise IRError(f"inputs: unknown input {inp!r}")
+    w = np.asarray(weights, np.float64)
+    if w.ndim == 1:
+        w = w[:, None]
+    if w.shape[0] != len(kinds):
+        raise IRError(f"weights: {w.shape[0]} rows for {len(kinds)} inputs")
+    b = np.atleast_1d(np.asarray(bias, np.float64))
+    if b.shape[0] == 1 and w.shape[1] > 1:
+        b = np.repeat(b, w.shape[1])
+    K = b.shape[0]
+    if w.size and w.shape[1] != K:
+        raise IRError(f"weights: width {w.shape[1]} differs from bias width {K}")
+    wf = float32_array(w.reshape(-1), "weights").reshape(len(kinds), K)
+    wf.setflags(write=False)
+    return LinearNode(bias=float32_array(b, "bias"),
+                      input_kind=_ro(np.array(kinds, np.int8)),
+                      input_index=int_array(np.array(index, np.int64), "inputs.index", low=0),
+                      input_tree=int_array(np.array(tree, np.int64), "inputs.tree", low=0),
+                      input_output=int_array(np.array(out, np.int64), "inputs.output", low=0),
+                      weights=wf, name=name)
+
+
+def kernel(support_vectors, alpha, features, *, kernel="rbf", gamma=1.0, coef0=0.0,
+           degree=1, bias=0.0, sv_cost=None, name="") -> KernelNode:
+    if kernel not in KERNELS:
+        raise IRError(f"kernel: unknown kernel {kernel!r}; expected one of {sorted(KERNELS)}")
+    sv = np.asarray(support_vectors, np.float64)
+    feats = int_array(np.asarray(features), "features", low=0)
+    if sv.ndim != 2 or sv.shape[1] != feats.shape[0]:
+        raise IRError(f"support_vectors: expected shape [S, {feats.shape[0]}], got {sv.shape}")
+    a = np.asarray(alpha, np.float64)
+    if a.ndim == 1:
+        a = a[:, None]
+    S, K = a.shape
+    if S != sv.shape[0]:
+        raise IRError(f"alpha: {S} rows for {sv.shape[0]} support vectors")
+    b = np.atleast_1d(np.asarray(bias, np.float64))
+    if b.shape[0] == 1 and K > 1:
+        b = np.repeat(b, K)
+    d = {"n_outputs": K, "kernel": kernel, "gamma": float(gamma), "coef0": float(coef0),
+         "degree": int(degree), "features": feats.tolist(),
+         "support_vectors": sv.ravel().tolist(), "alpha": a.ravel().tolist(),
+         "bias": b.tolist(), "sv_cost": (np.zeros(S) if sv_cost is None else np.asarray(sv_cost, np.float64)).tolist(),
+         "name": name}
+    return KernelNode.from_dict(d, name or "kernel", int(feats.max()) + 1 if feats.size else 0)
+
+
+def cascade(stages, *, name="") -> CascadeNode:
+    """``stages``: list of (scorer, rule, threshold[, output]) with rule in
+    {"le", "ge", "none"}; the last stage always exits."""
+    d = {"stages": [{"scorer": s[0], "exit": s[1], "threshold": float(s[2]),
+                     "output": int(s[3]) if len(s) > 3 else 0} for s in stages], "name": name}
+    return CascadeNode.from_dict(d, name or "cascade", 0)
+
+
+def anytime(checkpoints, *, name="") -> AnytimeNode:
+    return AnytimeNode.from_dict({"checkpoints": [int(c) for c in checkpoints], "name": name},
+                                 name or "anytime", 0)
+
+
+def classifier_tree(nodes, *, name="") -> ClassifierTreeNode:
+    """``nodes``: list of dicts with scorer, threshold, left, right[, output];
+    node 0 is the root, leaves have left = right = -1."""
+    return ClassifierTreeNode.from_dict({"nodes": list(nodes), "name": name},
+                                        name or "classifier_tree", 0)
+
+
+def model(features, nodes, output, *, task=None, groups=(), metadata=None) -> Model:
+    return Model(features=features, groups=list(groups), task=task or regression_task(),
+                 nodes=list(nodes), output=int(output), metadata=dict(metadata or {}))
+
+
+def _ro(a):
+    a.setflags(write=False)
+    return a

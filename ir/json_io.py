@@ -1,0 +1,151 @@
+"""Versioned JSON: ``to_json``/``from_json``/``save``/``load``.
+
+Floats round-trip bit-exactly: a float32 parameter is written as the decimal
+of the float64 it equals (see ``nodes._floats``); costs are float64 and use
+Python's shortest round-trip repr.  ``load`` raises only ``IRError``.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+
+from .arrays import scalar_cost, scalar_int
+from .errors import IRError
+from .model import MAX_NODES, Feature, Group, Model, Task
+from .nodes import node_from_dict
+
+FORMAT = "skinflint-ir"
+VERSION = 1
+MAX_FILE_BYTES = 1 << 30
+
+
+def to_dict(model: Model) -> dict:
+    return {
+        "format": FORMAT, "version": VERSION,
+        "features": [{"name": f.name, "cost": float(f.cost), "group": f.group} for f in model.features],
+        "groups": [{"name": g.name, "cost": float(g.cost)} for g in model.groups],
+        "task": {"kind": model.task.kind, "n_outputs": model.task.n_outputs,
+                 "classes": list(model.task.classes), "transform": model.task.transform},
+        "nodes": [n.to_dict() for n in model.nodes],
+        "output": model.output,
+        "metadata": model.metadata,
+    }
+
+
+def to_json(model: Model, indent=None) -> str:
+    try:
+        return json.dumps(to_dict(model), indent=indent, allow_nan=False, sort_keys=False)
+    except (TypeError, ValueError) as e:
+        raise IRError(f"metadata: not JSON-serialisable ({e})") from None
+
+
+def from_dict(d) -> Model:
+    if not isinstance(d, dict):
+        raise IRError(f"(top level): expected a JSON object, got {type(d).__name__}")
+    if d.get("format") != FORMAT:
+        raise IRError(f"format: expected {FORMAT!r}, got {d.get('format')!r}")
+    version = d.get("version")
+    if version != VERSION or isinstance(version, bool):
+        raise IRError(f"version: unknown version {version!r}; this skinflint reads version {VERSION}")
+    for key in ("features", "task", "nodes", "output"):
+        if key not in d:
+            raise IRError(f"{key}: missing")
+    feats, groups = d["features"], d.get("groups", [])
+    if not isinstance(feats, list):
+        raise IRError("features: expected a list")
+    if not isinstance(groups, list):
+        raise IRError("groups: expected a list")
+    features = []
+    for i, f in enumerate(feats):
+        if not isinstance(f, dict) or "name" not in f:
+            raise IRError(f"features[{i}]: expected an object with a name")
+        g = f.get("group")
+        features.append(Feature(
+            name=f["name"], cost=scalar_cost(f.get("cost", 0.0), f"features[{i}].cost"),
+            group=None if g is None else scalar_int(g, f"features[{i}].group", low=0, high=len(groups))))
+    group_objs = []
+    for i, g in enumerate(groups):
+        if not isinstance(g, dict) or "name" not in g:
+            raise IRError(f"groups[{i}]: expected an object with a name")
+        group_objs.append(Group(name=g["name"], cost=scalar_cost(g.get("cost", 0.0), f"groups[{i}].cost")))
+    t = d["task"]
+    if not isinstance(t, dict):
+        raise IRError("task: expected an object")
+    classes = t.get("classes", [])
+    if not isinstance(classes, list) or not all(
+            isinstance(c, (str, int, float)) and not isinstance(c, bool) for c in classes):
+        raise IRError("task.classes: expected a list of numbers or strings")
+    task = Task(kind=t.get("kind"),
+                n_outputs=scalar_int(t.get("n_outputs", 1), "task.n_outputs", low=1, high=1 << 16),
+                classes=tuple(classes), transform=t.get("transform", "identity"))
+    nodes = d["nodes"]
+    if not isinstance(nodes, list):
+        raise IRError("nodes: expected a list")
+    if len(nodes) > MAX_NODES:
+        raise IRError(f"nodes: {len(nodes)} nodes exceeds the limit {MAX_NODES}")
+    node_objs = [node_from_dict(n, f"nodes[{i}]", len(features)) for i, n in enumerate(nodes)]
+    meta = d.get("metadata", {})
+    if not isinstance(meta, dict):
+        raise IRError("metadata: expected an object")
+    output = scalar_int(d["output"], "output", low=0, high=max(len(node_objs), 1))
+    return Model(features=features, groups=group_objs, task=task, nodes=node_objs,
+                 output=output, metadata=meta)
+
+
+def from_json(text) -> Model:
+    if isinstance(text, (bytes, bytearray)):
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise IRError(f"(file): not UTF-8 ({e})") from None
+    if not isinstance(text, str):
+        raise IRError("(file): expected JSON text")
+    try:
+        d = json.loads(text, parse_constant=_reject_constant)
+    except RecursionError:
+        raise IRError("(file): JSON nested too deeply") from None
+    except ValueError as e:
+        raise IRError(f"(file): not valid JSON ({e})") from None
+    try:
+        return from_dict(d)
+    except IRError:
+        raise
+    except RecursionError:
+        raise IRError("(file): structure nested too deeply") from None
+    except (ValueError, TypeError, KeyError, IndexError, AttributeError, OverflowError,
+            MemoryError) as e:
+        # Safety net: validation above should name the field first.
+        raise IRError(f"(file): malformed model ({type(e).__name__}: {e})") from None
+
+
+def _reject_constant(name):
+    raise IRError(f"(file): {name} is not allowed; the format needs finite numbers")
+
+
+def save(model: Model, path) -> None:
+    text = to_json(model)
+    tmp = f"{os.fspath(path)}.tmp"
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(text)
+    os.replace(tmp, path)  # never leave a half-written model behind
+
+
+def load(path) -> Model:
+    try:
+        size = os.path.getsize(path)
+        if size > MAX_FILE_BYTES:
+            raise IRError(f"(file): {size} bytes exceeds the limit {MAX_FILE_BYTES}")
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except OSError as e:
+        raise IRError(f"(file): cannot read {os.fspath(path)!r}: {e.strerror}") from None
+    return from_json(data)
+
+
+def model_hash(model: Model) -> str:
+    """SHA-256 of the canonical JSON, without metadata (which does not change
+    predictions); the first 16 hex digits name caches and C builds."""
+    d = to_dict(model)
+    d.pop("metadata")
+    return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()

@@ -1,0 +1,262 @@
+"""Lower a Model to flat, typed tables: the form every evaluator runs.
+
+Both the numba reference VM and the generated C walk these tables with the
+same small loops, so the tables are the one place where node kinds become
+integers and offsets.  Field names match the C template's arrays.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+import numpy as np
+
+from .nodes import (INPUT_FEATURE, INPUT_NODE, INPUT_TREE, AnytimeNode, CascadeNode,
+                    ClassifierTreeNode, KernelNode, LinearNode, TreesNode)
+
+KIND_TREES, KIND_LINEAR, KIND_KERNEL = 0, 1, 2
+KIND_CASCADE, KIND_ANYTIME, KIND_CTREE = 3, 4, 5
+_KIND = {"trees": KIND_TREES, "linear": KIND_LINEAR, "kernel": KIND_KERNEL,
+         "cascade": KIND_CASCADE, "anytime": KIND_ANYTIME, "classifier_tree": KIND_CTREE}
+
+
+@dataclass
+class Tables:
+    # features and groups
+    feat_cost: np.ndarray        # f64 [F]
+    feat_group: np.ndarray       # i32 [F], -1 = none
+    group_cost: np.ndarray       # f64 [max(G,1)]
+    # nodes
+    node_kind: np.ndarray        # i32 [N]
+    node_width: np.ndarray       # i32 [N]
+    node_acc: np.ndarray         # i32 [N] offset of the node's value in the accumulator
+    node_first: np.ndarray       # i32 [N] first tree / term / support vector
+    node_count: np.ndarray       # i32 [N] number of trees / terms / support vectors
+    node_bias: np.ndarray        # i32 [N] offset into bias (base score / bias)
+    node_kernel: np.ndarray      # i32 [N] kernel index, -1 if not a kernel
+    bias: np.ndarray             # f32 pool
+    # trees (all banks, global indices)
+    tree_root: np.ndarray        # i32 [T]
+    tree_cost: np.ndarray        # f64 [T]
+    tn_feature: np.ndarray       # i32 [M]
+    tn_threshold: np.ndarray     # f32 [M]
+    tn_left: np.ndarray          # i32 [M]
+    tn_right: np.ndarray         # i32 [M]
+    tn_missing_left: np.ndarray  # u8 [M]
+    tn_value: np.ndarray         # i32 [M] offset into leaf_value (leaves only)
+    leaf_value: np.ndarray       # f32 pool
+    # linear terms
+    term_kind: np.ndarray        # i32 [P] 0 feature, 1 tree, 2 node
+    term_index: np.ndarray       # i32 [P] feature / global tree / node
+    term_output: np.ndarray      # i32 [P]
+    term_live: np.ndarray        # u8 [P] some weight nonzero
+    term_weight: np.ndarray      # i32 [P] offset into weight
+    weight: np.ndarray           # f32 pool
+    # kernels
+    k_type: np.ndarray           # i32 [Q]
+    k_gamma: np.ndarray          # f32 [Q]
+    k_coef0: np.ndarray          # f32 [Q]
+    k_degree: np.ndarray         # i32 [Q]
+    k_feat_first: np.ndarray     # i32 [Q]
+    k_n_feat: np.ndarray         # i32 [Q]
+    k_sv_first: np.ndarray       # i32 [Q] offset into sv (floats)
+    k_alpha_first: np.ndarray    # i32 [Q]
+    k_svcost_first: np.ndarray   # i32 [Q]
+    k_feat: np.ndarray           # i32 pool
+    sv: np.ndarray               # f32 pool
+    alpha: np.ndarray            # f32 pool
+    sv_cost: np.ndarray          # f64 pool
+    # the output node and its control structure
+    top: int
+    top_kind: int
+    n_outputs: int
+    prior: np.ndarray            # f32 [K] value before any checkpoint completes
+    ctl_scorer: np.ndarray       # i32 [C] stages / checkpoints / tree nodes
+    ctl_rule: np.ndarray         # i32 [C]
+    ctl_threshold: np.ndarray    # f32 [C]
+    ctl_output: np.ndarray       # i32 [C]
+    ctl_left: np.ndarray         # i32 [C]
+    ctl_right: np.ndarray        # i32 [C]
+    acc_size: int
+    stack_depth: int             # deepest chain of node -> node inputs, + 1
+
+    def arrays(self):
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+def _pool(parts, dtype):
+    return np.concatenate([np.asarray(p, dtype).ravel() for p in parts]) if parts else np.zeros(0, dtype)
+
+
+def _nonempty(a, dtype):
+    a = np.asarray(a, dtype)
+    return a if a.size else np.zeros(1, dtype)
+
+
+def lower(model) -> Tables:
+    N = len(model.nodes)
+    kind = np.array([_KIND[n.kind] for n in model.nodes], np.int32)
+    width = np.zeros(N, np.int32)
+    acc = np.zeros(N, np.int32)
+    first = np.zeros(N, np.int32)
+    count = np.zeros(N, np.int32)
+    bias_off = np.zeros(N, np.int32)
+    node_kernel = np.full(N, -1, np.int32)
+    bias_parts, acc_size, bias_size = [], 0, 0
+    # trees
+    t_root, t_cost, tn = [], [], {k: [] for k in ("f", "t", "l", "r", "m", "v")}
+    leaf_parts, n_trees, n_tn, n_leafv = [], 0, 0, 0
+    tree_base = {}
+    # terms
+    tm = {k: [] for k in ("kind", "index", "out", "live", "w")}
+    w_parts, n_terms, n_w = [], 0, 0
+    # kernels
+    kq = {k: [] for k in ("type", "gamma", "coef0", "deg", "ff", "nf", "sv", "al", "sc")}
+    kf_parts, sv_parts, al_parts, sc_parts = [], [], [], []
+    n_kf = n_sv = n_al = n_sc = 0
+
+    for i, n in enumerate(model.nodes):
+        if isinstance(n, (CascadeNode, AnytimeNode, ClassifierTreeNode)):
+            continue
+        K = n.n_outputs
+        width[i], acc[i] = K, acc_size
+        acc_size += K
+        bias_off[i] = bias_size
+        bias_size += K
+        if isinstance(n, TreesNode):
+            bias_parts.append(n.base_score)
+            first[i], count[i] = n_trees, n.n_trees
+            tree_base[i] = n_trees
+            t_root.append(n.roots + n_tn)
+            t_cost.append(n.tree_cost)
+            tn["f"].append(n.feature)
+            tn["t"].append(n.threshold)
+            tn["l"].append(np.where(n.left >= 0, n.left + n_tn, -1))
+            tn["r"].append(np.where(n.right >= 0, n.right + n_tn, -1))
+            tn["m"].append(n.missing_left.astype(np.uint8))
+            M = n.feature.shape[0]
+            tn["v"].append(n_leafv + np.arange(M, dtype=np.int64) * K)
+            leaf_parts.append(n.value)
+            n_leafv += M * K
+            n_tn += M
+            n_trees += n.n_trees
+        elif isinstance(n, LinearNode):
+            bias_parts.append(n.bias)
+            first[i], count[i] = n_terms, n.n_inputs
+            tm["kind"].append(n.input_kind.astype(np.int32))
+            tm["out"].append(n.input_output)
+            tm["live"].append(np.any(n.weights != 0, axis=1).astype(np.uint8))
+            tm["w"].append(n_w + np.arange(n.n_inputs, dtype=np.int64) * K)
+            w_parts.append(n.weights)
+            n_w += n.weights.size
+            tm["index"].append(n.input_index)  # tree inputs re-based below
+            n_terms += n.n_inputs
+        elif isinstance(n, KernelNode):
+            bias_parts.append(n.bias)
+            q = len(kq["type"])
+            node_kernel[i] = q
+            first[i], count[i] = 0, n.n_support
+            kq["type"].append(n.kernel), kq["gamma"].append(n.gamma), kq["coef0"].append(n.coef0)
+            kq["deg"].append(n.degree), kq["ff"].append(n_kf), kq["nf"].append(n.features.shape[0])
+            kq["sv"].append(n_sv), kq["al"].append(n_al), kq["sc"].append(n_sc)
+            kf_parts.append(n.features), sv_parts.append(n.support_vectors)
+            al_parts.append(n.alpha), sc_parts.append(n.sv_cost)
+            n_kf += n.features.shape[0]
+            n_sv += n.support_vectors.size
+            n_al += n.alpha.size
+            n_sc += n.sv_cost.shape[0]
+
+    term_kind = _pool(tm["kind"], np.int32)
+    term_index = _pool(tm["index"], np.int32)
+    # a tree input names (bank node, tree): store the global tree index instead
+    node_of_term = np.concatenate([np.full(c, i) for i, c in enumerate(count) if kind[i] == KIND_LINEAR]) \
+        if n_terms else np.zeros(0, np.int64)
+    if n_terms:
+        tree_of_term = _pool([n.input_tree for n in model.nodes if isinstance(n, LinearNode)], np.int32)
+        is_tree = term_kind == INPUT_TREE
+        for p in np.flatnonzero(is_tree):
+            term_index[p] = tree_base[int(term_index[p])] + tree_of_term[p]
+
+    top = model.output
+    out_node = model.nodes[top]
+    C = {k: [] for k in ("s", "rule", "thr", "out", "l", "r")}
+    if isinstance(out_node, CascadeNode):
+        C["s"], C["rule"], C["thr"], C["out"] = out_node.scorer, out_node.exit_rule, out_node.threshold, out_node.output
+    elif isinstance(out_node, AnytimeNode):
+        C["s"] = out_node.checkpoints
+    elif isinstance(out_node, ClassifierTreeNode):
+        C["s"], C["thr"], C["out"] = out_node.scorer, out_node.threshold, out_node.output
+        C["l"], C["r"] = out_node.left, out_node.right
+    nC = len(C["s"])
+    for k in ("rule", "thr", "out", "l", "r"):
+        if len(C[k]) == 0:
+            C[k] = np.zeros(nC)
+
+    bias = _pool(bias_parts, np.float32)
+    first_scorer = top if kind[top] <= KIND_KERNEL else int(C["s"][0])
+    prior = bias[bias_off[first_scorer]: bias_off[first_scorer] + width[first_scorer]].copy()
+
+    return Tables(
+        feat_cost=_nonempty(model.feature_costs, np.float64),
+        feat_group=_nonempty(model.feature_groups, np.int32),
+        group_cost=_nonempty(model.group_costs, np.float64),
+        node_kind=kind, node_width=width, node_acc=acc, node_first=first, node_count=count,
+        node_bias=bias_off, node_kernel=node_kernel, bias=_nonempty(bias, np.float32),
+        tree_root=_nonempty(_pool(t_root, np.int32), np.int32),
+        tree_cost=_nonempty(_pool(t_cost, np.float64), np.float64),
+        tn_feature=_nonempty(_pool(tn["f"], np.int32), np.int32),
+        tn_threshold=_nonempty(_pool(tn["t"], np.float32), np.float32),
+        tn_left=_nonempty(_pool(tn["l"], np.int32), np.int32),
+        tn_right=_nonempty(_pool(tn["r"], np.int32), np.int32),
+        tn_missing_left=_nonempty(_pool(tn["m"], np.uint8), np.uint8),
+        tn_value=_nonempty(_pool(tn["v"], np.int32), np.int32),
+        leaf_value=_nonempty(_pool(leaf_parts, np.float32), np.float32),
+        term_kind=_nonempty(term_kind, np.int32), term_index=_nonempty(term_index, np.int32),
+        term_output=_nonempty(_pool(tm["out"], np.int32), np.int32),
+        term_live=_nonempty(_pool(tm["live"], np.uint8), np.uint8),
+        term_weight=_nonempty(_pool(tm["w"], np.int32), np.int32),
+        weight=_nonempty(_pool(w_parts, np.float32), np.float32),
+        k_type=_nonempty(kq["type"], np.int32), k_gamma=_nonempty(kq["gamma"], np.float32),
+        k_coef0=_nonempty(kq["coef0"], np.float32), k_degree=_nonempty(kq["deg"], np.int32),
+        k_feat_first=_nonempty(kq["ff"], np.int32), k_n_feat=_nonempty(kq["nf"], np.int32),
+        k_sv_first=_nonempty(kq["sv"], np.int32), k_alpha_first=_nonempty(kq["al"], np.int32),
+        k_svcost_first=_nonempty(kq["sc"], np.int32),
+        k_feat=_nonempty(_pool(kf_parts, np.int32), np.int32),
+        sv=_nonempty(_pool(sv_parts, np.float32), np.float32),
+        alpha=_nonempty(_pool(al_parts, np.float32), np.float32),
+        sv_cost=_nonempty(_pool(sc_parts, np.float64), np.float64),
+        top=int(top), top_kind=int(kind[top]), n_outputs=int(model.task.n_outputs),
+        prior=prior.astype(np.float32),
+        ctl_scorer=_nonempty(np.asarray(C["s"], np.int32), np.int32),
+        ctl_rule=_nonempty(np.asarray(C["rule"], np.int32), np.int32),
+        ctl_threshold=_nonempty(np.asarray(C["thr"], np.float32), np.float32),
+        ctl_output=_nonempty(np.asarray(C["out"], np.int32), np.int32),
+        ctl_left=_nonempty(np.asarray(C["l"], np.int32), np.int32),
+        ctl_right=_nonempty(np.asarray(C["r"], np.int32), np.int32),
+        acc_size=max(acc_size, 1), stack_depth=_stack_depth(model),
+    )
+
+
+def _stack_depth(model) -> int:
+    """Longest chain of linear node -> node inputs (the evaluator's stack)."""
+    memo: dict[int, int] = {}
+    order = list(range(len(model.nodes)))
+    # nodes form a DAG (validated); iterate until fixed point in topological fashion
+    def depth(i):
+        stack = [(i, False)]
+        while stack:
+            j, expanded = stack.pop()
+            if j in memo:
+                continue
+            n = model.nodes[j]
+            kids = []
+            if isinstance(n, LinearNode):
+                kids = [int(t) for k, t in zip(n.input_kind, n.input_index) if k == INPUT_NODE]
+            elif isinstance(n, (CascadeNode, AnytimeNode, ClassifierTreeNode)):
+                kids = n.children()
+            if expanded or all(k in memo for k in kids):
+                memo[j] = 1 + max((memo[k] for k in kids), default=0)
+            else:
+                stack.append((j, True))
+                stack.extend((k, False) for k in kids if k not in memo)
+        return memo[i]
+    return depth(model.output)

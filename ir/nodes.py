@@ -1,0 +1,486 @@
+"""Typed IR nodes (DESIGN.md § The IR).
+
+Scoring nodes compute a float32 vector of width ``n_outputs`` (K):
+
+* ``TreesNode``: a bank of regression trees in structure-of-arrays form.  As a
+  scorer its value is ``base_score + v_0 + v_1 + ...`` summed in bank order.
+  Each tree ``t`` can also be read on its own by a linear node.
+* ``LinearNode``: ``bias + sum_i weights[i] * input_i`` in input order; an
+  input is a feature, one tree of a bank, or one output of another node.
+* ``KernelNode``: ``bias + sum_s alpha[s] * k(sv_s, x[features])``.
+
+Control nodes decide what is evaluated; they may only be the model's output:
+
+* ``CascadeNode``: ordered stages, each a scorer with an exit rule.
+* ``AnytimeNode``: ordered checkpoints; with a budget the last one finished.
+* ``ClassifierTreeNode``: internal nodes route on ``margin <= threshold``
+  (left) and leaves give the output.
+
+Nodes are immutable: their arrays are read-only.  Construct them with the
+builders in ``skinflint.ir.builders`` or from JSON.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+import numpy as np
+
+from .arrays import (bool_array, cost_array, float32_array, int_array,
+                     scalar_float, scalar_int)
+from .errors import IRError
+
+MAX_OUTPUTS = 1 << 16
+MAX_POLY_DEGREE = 16
+
+INPUT_FEATURE, INPUT_TREE, INPUT_NODE = 0, 1, 2
+INPUT_KINDS = {"feature": INPUT_FEATURE, "tree": INPUT_TREE, "node": INPUT_NODE}
+
+EXIT_NONE, EXIT_LE, EXIT_GE = 0, 1, 2
+EXIT_RULES = {"none": EXIT_NONE, "le": EXIT_LE, "ge": EXIT_GE}
+
+KERNEL_LINEAR, KERNEL_RBF, KERNEL_POLY = 0, 1, 2
+KERNELS = {"linear": KERNEL_LINEAR, "rbf": KERNEL_RBF, "poly": KERNEL_POLY}
+
+
+def _name_of(mapping, code):
+    return next(k for k, v in mapping.items() if v == code)
+
+
+def _require(d, key, field):
+    if not isinstance(d, dict):
+        raise IRError(f"{field}: expected an object, got {type(d).__name__}")
+    if key not in d:
+        raise IRError(f"{field}.{key}: missing")
+    return d[key]
+
+
+def _n_outputs(d, field):
+    return scalar_int(_require(d, "n_outputs", field), f"{field}.n_outputs",
+                      low=1, high=MAX_OUTPUTS + 1)
+
+
+@dataclass(frozen=True, eq=False)
+class TreesNode:
+    """A bank of T regression trees over M tree nodes, leaf values of width K.
+
+    ``feature[m] == -1`` marks a leaf; an internal node sends a row left when
+    ``x[feature] <= threshold`` and a NaN left when ``missing_left``.
+    ``value`` has shape [M, K] and is read at leaves only.
+    """
+    roots: np.ndarray
+    feature: np.ndarray
+    threshold: np.ndarray
+    left: np.ndarray
+    right: np.ndarray
+    missing_left: np.ndarray
+    value: np.ndarray
+    tree_cost: np.ndarray
+    base_score: np.ndarray
+    name: str = ""
+    kind: ClassVar[str] = "trees"
+
+    @property
+    def n_outputs(self) -> int:
+        return int(self.value.shape[1])
+
+    @property
+    def n_trees(self) -> int:
+        return int(self.roots.shape[0])
+
+    @classmethod
+    def from_dict(cls, d, field, n_features):
+        K = _n_outputs(d, field)
+        feature = int_array(_require(d, "feature", field), f"{field}.feature",
+                            low=-1, high=n_features)
+        M = feature.shape[0]
+        if M == 0:
+            raise IRError(f"{field}.feature: a tree bank needs at least one node")
+        roots = int_array(_require(d, "roots", field), f"{field}.roots", low=0, high=M)
+        T = roots.shape[0]
+        value = float32_array(_require(d, "value", field), f"{field}.value", length=M * K)
+        value = value.reshape(M, K)
+        value.setflags(write=False)
+        node = cls(
+            roots=roots, feature=feature,
+            threshold=float32_array(_require(d, "threshold", field), f"{field}.threshold", length=M),
+            left=int_array(_require(d, "left", field), f"{field}.left", length=M, low=-1, high=M),
+            right=int_array(_require(d, "right", field), f"{field}.right", length=M, low=-1, high=M),
+            missing_left=bool_array(_require(d, "missing_left", field), f"{field}.missing_left", length=M),
+            value=value,
+            tree_cost=cost_array(d.get("tree_cost", [0.0] * T), f"{field}.tree_cost", length=T),
+            base_score=float32_array(d.get("base_score", [0.0] * K), f"{field}.base_score", length=K),
+            name=_name(d, field),
+        )
+        node.check(field)
+        return node
+
+    def check(self, field):
+        """Every bank node is reached exactly once from exactly one root."""
+        M = self.feature.shape[0]
+        for arr, nm in ((self.threshold, "threshold"), (self.left, "left"),
+                        (self.right, "right"), (self.missing_left, "missing_left")):
+            if arr.shape != (M,):
+                raise IRError(f"{field}.{nm}: expected {M} values, got {arr.shape[0]}")
+        if self.value.ndim != 2 or self.value.shape[0] != M:
+            raise IRError(f"{field}.value: expected shape [{M}, K]")
+        if self.base_score.shape != (self.n_outputs,):
+            raise IRError(f"{field}.base_score: expected {self.n_outputs} values")
+        if self.tree_cost.shape != (self.n_trees,):
+            raise IRError(f"{field}.tree_cost: expected {self.n_trees} values")
+        if self.n_trees == 0:
+            raise IRError(f"{field}.roots: a tree bank needs at least one tree")
+        leaf = self.feature < 0
+        bad = np.flatnonzero(leaf & ((self.left != -1) | (self.right != -1)))
+        if bad.size:
+            raise IRError(f"{field}.left/right[{bad[0]}]: a leaf (feature -1) must have children -1")
+        bad = np.flatnonzero(~leaf & ((self.left < 0) | (self.right < 0)))
+        if bad.size:
+            raise IRError(f"{field}.left/right[{bad[0]}]: an internal node needs two children")
+        # In-degree: roots 0, every other node exactly 1.  With that, reaching
+        # all M nodes from the roots proves there is no cycle.
+        children = np.concatenate([self.left[~leaf], self.right[~leaf]])
+        indeg = np.bincount(children, minlength=M) if children.size else np.zeros(M, np.int64)
+        indeg[self.roots] += 1
+        if np.any(np.bincount(self.roots, minlength=M) > 1):
+            raise IRError(f"{field}.roots: two trees share a root")
+        bad = np.flatnonzero(indeg != 1)
+        if bad.size:
+            m = int(bad[0])
+            what = "is reached from no root" if indeg[m] == 0 else f"has {indeg[m]} parents"
+            raise IRError(f"{field}: tree node {m} {what}; trees must be disjoint trees")
+        frontier, seen = self.roots.astype(np.int64), 0
+        while frontier.size:
+            seen += frontier.size
+            if seen > M:
+                raise IRError(f"{field}: a cycle among tree nodes")
+            inner = frontier[self.feature[frontier] >= 0]
+            frontier = np.concatenate([self.left[inner], self.right[inner]]).astype(np.int64)
+        if seen != M:
+            raise IRError(f"{field}: a cycle among tree nodes (reached {seen} of {M})")
+
+    def tree_ranges(self):
+        """Per tree, the bank node indices reached from its root (sorted)."""
+        owner = np.full(self.feature.shape[0], -1, np.int64)
+        frontier = self.roots.astype(np.int64)
+        tree = np.arange(self.n_trees)
+        while frontier.size:
+            owner[frontier] = tree
+            inner = self.feature[frontier] >= 0
+            frontier, tree = (np.concatenate([self.left[frontier[inner]], self.right[frontier[inner]]]),
+                              np.concatenate([tree[inner], tree[inner]]))
+        return owner
+
+    def to_dict(self):
+        return {"kind": self.kind, "name": self.name, "n_outputs": self.n_outputs,
+                "base_score": _floats(self.base_score), "roots": self.roots.tolist(),
+                "tree_cost": self.tree_cost.tolist(), "feature": self.feature.tolist(),
+                "threshold": _floats(self.threshold), "left": self.left.tolist(),
+                "right": self.right.tolist(),
+                "missing_left": [bool(b) for b in self.missing_left],
+                "value": _floats(self.value.ravel())}
+
+
+@dataclass(frozen=True, eq=False)
+class LinearNode:
+    """``out[k] = bias[k] + sum_i weights[i, k] * input_i`` in input order.
+
+    Input i is ``input_kind[i]``: a feature (``input_index`` = feature), one
+    tree (``input_index`` = bank node, ``input_tree`` = tree, ``input_output``
+    = leaf-value component) or a node output (``input_index`` = node,
+    ``input_output`` = component).  An input whose weights are all zero is not
+    touched (DESIGN.md: a linear node touches inputs with nonzero weight).
+    """
+    bias: np.ndarray
+    input_kind: np.ndarray
+    input_index: np.ndarray
+    input_tree: np.ndarray
+    input_output: np.ndarray
+    weights: np.ndarray
+    name: str = ""
+    kind: ClassVar[str] = "linear"
+
+    @property
+    def n_outputs(self) -> int:
+        return int(self.bias.shape[0])
+
+    @property
+    def n_inputs(self) -> int:
+        return int(self.input_kind.shape[0])
+
+    @classmethod
+    def from_dict(cls, d, field, n_features):
+        K = _n_outputs(d, field)
+        inputs = _require(d, "inputs", field)
+        if not isinstance(inputs, list):
+            raise IRError(f"{field}.inputs: expected a list")
+        n = len(inputs)
+        kind = np.zeros(n, np.int8)
+        index = np.zeros(n, np.int32)
+        tree = np.zeros(n, np.int32)
+        output = np.zeros(n, np.int32)
+        for i, inp in enumerate(inputs):
+            f = f"{field}.inputs[{i}]"
+            if not isinstance(inp, dict):
+                raise IRError(f"{f}: expected an object")
+            if "feature" in inp:
+                kind[i] = INPUT_FEATURE
+                index[i] = scalar_int(inp["feature"], f"{f}.feature", low=0, high=n_features)
+            elif "node" in inp:
+                index[i] = scalar_int(inp["node"], f"{f}.node", low=0, high=2**31 - 1)
+                output[i] = scalar_int(inp.get("output", 0), f"{f}.output", low=0, high=MAX_OUTPUTS)
+                if "tree" in inp:
+                    kind[i] = INPUT_TREE
+                    tree[i] = scalar_int(inp["tree"], f"{f}.tree", low=0, high=2**31 - 1)
+                else:
+                    kind[i] = INPUT_NODE
+            else:
+                raise IRError(f"{f}: needs 'feature' or 'node'")
+        weights = float32_array(_require(d, "weights", field), f"{field}.weights", length=n * K)
+        weights = weights.reshape(n, K)
+        weights.setflags(write=False)
+        return cls(bias=float32_array(_require(d, "bias", field), f"{field}.bias", length=K),
+                   input_kind=_ro(kind), input_index=_ro(index), input_tree=_ro(tree),
+                   input_output=_ro(output), weights=weights, name=_name(d, field))
+
+    def to_dict(self):
+        inputs = []
+        for k, j, t, o in zip(self.input_kind.tolist(), self.input_index.tolist(),
+                              self.input_tree.tolist(), self.input_output.tolist()):
+            if k == INPUT_FEATURE:
+                inputs.append({"feature": j})
+            elif k == INPUT_TREE:
+                inputs.append({"node": j, "tree": t, "output": o})
+            else:
+                inputs.append({"node": j, "output": o})
+        return {"kind": self.kind, "name": self.name, "n_outputs": self.n_outputs,
+                "bias": _floats(self.bias), "inputs": inputs,
+                "weights": _floats(self.weights.ravel())}
+
+
+@dataclass(frozen=True, eq=False)
+class KernelNode:
+    """``out[k] = bias[k] + sum_s alpha[s, k] * k(sv_s, x[features])``.
+
+    rbf: ``expf(-gamma * sum_d (x_d - sv_d)^2)``; linear: ``sum_d x_d sv_d``;
+    poly: ``(gamma * sum_d x_d sv_d + coef0) ** degree`` by repeated
+    multiplication.  Sums run over ``features`` in order, in float32.
+    """
+    kernel: int
+    gamma: np.float32
+    coef0: np.float32
+    degree: int
+    features: np.ndarray
+    support_vectors: np.ndarray
+    alpha: np.ndarray
+    bias: np.ndarray
+    sv_cost: np.ndarray
+    name: str = ""
+    kind: ClassVar[str] = "kernel"
+
+    @property
+    def n_outputs(self) -> int:
+        return int(self.bias.shape[0])
+
+    @property
+    def n_support(self) -> int:
+        return int(self.support_vectors.shape[0])
+
+    @classmethod
+    def from_dict(cls, d, field, n_features):
+        K = _n_outputs(d, field)
+        kname = _require(d, "kernel", field)
+        if kname not in KERNELS:
+            raise IRError(f"{field}.kernel: unknown kernel {kname!r}; expected one of {sorted(KERNELS)}")
+        feats = int_array(_require(d, "features", field), f"{field}.features", low=0, high=n_features)
+        D = feats.shape[0]
+        alpha = float32_array(_require(d, "alpha", field), f"{field}.alpha")
+        if alpha.shape[0] % K:
+            raise IRError(f"{field}.alpha: length {alpha.shape[0]} is not a multiple of n_outputs {K}")
+        S = alpha.shape[0] // K
+        sv = float32_array(_require(d, "support_vectors", field), f"{field}.support_vectors",
+                           length=S * D)
+        return cls(kernel=KERNELS[kname],
+                   gamma=np.float32(scalar_float(d.get("gamma", 1.0), f"{field}.gamma")),
+                   coef0=np.float32(scalar_float(d.get("coef0", 0.0), f"{field}.coef0")),
+                   degree=scalar_int(d.get("degree", 1), f"{field}.degree", low=0,
+                                     high=MAX_POLY_DEGREE + 1),
+                   features=feats, support_vectors=_ro(sv.reshape(S, D)),
+                   alpha=_ro(alpha.reshape(S, K)),
+                   bias=float32_array(_require(d, "bias", field), f"{field}.bias", length=K),
+                   sv_cost=cost_array(d.get("sv_cost", [0.0] * S), f"{field}.sv_cost", length=S),
+                   name=_name(d, field))
+
+    def to_dict(self):
+        return {"kind": self.kind, "name": self.name, "n_outputs": self.n_outputs,
+                "kernel": _name_of(KERNELS, self.kernel), "gamma": float(self.gamma),
+                "coef0": float(self.coef0), "degree": self.degree,
+                "features": self.features.tolist(),
+                "support_vectors": _floats(self.support_vectors.ravel()),
+                "alpha": _floats(self.alpha.ravel()), "bias": _floats(self.bias),
+                "sv_cost": self.sv_cost.tolist()}
+
+
+@dataclass(frozen=True, eq=False)
+class CascadeNode:
+    """Stages in order; stage s exits when ``margin[output[s]] <= threshold[s]``
+    (rule ``le``) or ``>= threshold[s]`` (rule ``ge``); the last always exits.
+    The output is the exit stage's margin."""
+    scorer: np.ndarray
+    exit_rule: np.ndarray
+    threshold: np.ndarray
+    output: np.ndarray
+    name: str = ""
+    kind: ClassVar[str] = "cascade"
+
+    @classmethod
+    def from_dict(cls, d, field, n_features):
+        stages = _require(d, "stages", field)
+        if not isinstance(stages, list) or not stages:
+            raise IRError(f"{field}.stages: expected a non-empty list")
+        scorer, rule, thr, out = [], [], [], []
+        for i, s in enumerate(stages):
+            f = f"{field}.stages[{i}]"
+            scorer.append(scalar_int(_require(s, "scorer", f), f"{f}.scorer", low=0, high=2**31 - 1))
+            r = s.get("exit", "none")
+            if r not in EXIT_RULES:
+                raise IRError(f"{f}.exit: unknown rule {r!r}; expected one of {sorted(EXIT_RULES)}")
+            rule.append(EXIT_RULES[r])
+            thr.append(scalar_float(s.get("threshold", 0.0), f"{f}.threshold"))
+            out.append(scalar_int(s.get("output", 0), f"{f}.output", low=0, high=MAX_OUTPUTS))
+        return cls(scorer=_ro(np.array(scorer, np.int32)), exit_rule=_ro(np.array(rule, np.int8)),
+                   threshold=float32_array(thr, f"{field}.stages[].threshold"),
+                   output=_ro(np.array(out, np.int32)), name=_name(d, field))
+
+    def children(self):
+        return self.scorer.tolist()
+
+    def to_dict(self):
+        return {"kind": self.kind, "name": self.name, "stages": [
+            {"scorer": int(s), "exit": _name_of(EXIT_RULES, int(r)), "threshold": float(t),
+             "output": int(o)}
+            for s, r, t, o in zip(self.scorer, self.exit_rule, self.threshold, self.output)]}
+
+
+@dataclass(frozen=True, eq=False)
+class AnytimeNode:
+    """Checkpoints in order; the output is the last checkpoint finished."""
+    checkpoints: np.ndarray
+    name: str = ""
+    kind: ClassVar[str] = "anytime"
+
+    @classmethod
+    def from_dict(cls, d, field, n_features):
+        cps = _require(d, "checkpoints", field)
+        cp = int_array(cps, f"{field}.checkpoints", low=0, high=2**31 - 1)
+        if cp.shape[0] == 0:
+            raise IRError(f"{field}.checkpoints: expected a non-empty list")
+        return cls(checkpoints=cp, name=_name(d, field))
+
+    def children(self):
+        return self.checkpoints.tolist()
+
+    def to_dict(self):
+        return {"kind": self.kind, "name": self.name, "checkpoints": self.checkpoints.tolist()}
+
+
+@dataclass(frozen=True, eq=False)
+class ClassifierTreeNode:
+    """A tree of classifiers (CSTC/ASTC).  Tree node 0 is the root.  An
+    internal node sends a row left when ``margin[output] <= threshold`` (a NaN
+    margin goes right); a leaf (children -1) gives the output."""
+    scorer: np.ndarray
+    threshold: np.ndarray
+    output: np.ndarray
+    left: np.ndarray
+    right: np.ndarray
+    name: str = ""
+    kind: ClassVar[str] = "classifier_tree"
+
+    @classmethod
+    def from_dict(cls, d, field, n_features):
+        nodes = _require(d, "nodes", field)
+        if not isinstance(nodes, list) or not nodes:
+            raise IRError(f"{field}.nodes: expected a non-empty list")
+        M = len(nodes)
+        cols = {k: [] for k in ("scorer", "threshold", "output", "left", "right")}
+        for i, s in enumerate(nodes):
+            f = f"{field}.nodes[{i}]"
+            cols["scorer"].append(scalar_int(_require(s, "scorer", f), f"{f}.scorer", low=0, high=2**31 - 1))
+            cols["threshold"].append(scalar_float(s.get("threshold", 0.0), f"{f}.threshold"))
+            cols["output"].append(scalar_int(s.get("output", 0), f"{f}.output", low=0, high=MAX_OUTPUTS))
+            cols["left"].append(scalar_int(s.get("left", -1), f"{f}.left", low=-1, high=M))
+            cols["right"].append(scalar_int(s.get("right", -1), f"{f}.right", low=-1, high=M))
+        node = cls(scorer=_ro(np.array(cols["scorer"], np.int32)),
+                   threshold=float32_array(cols["threshold"], f"{field}.nodes[].threshold"),
+                   output=_ro(np.array(cols["output"], np.int32)),
+                   left=_ro(np.array(cols["left"], np.int32)),
+                   right=_ro(np.array(cols["right"], np.int32)), name=_name(d, field))
+        node.check(field)
+        return node
+
+    def check(self, field):
+        M = self.scorer.shape[0]
+        leaf = self.left < 0
+        if np.any(leaf != (self.right < 0)):
+            i = int(np.flatnonzero(leaf != (self.right < 0))[0])
+            raise IRError(f"{field}.nodes[{i}]: left and right must both be -1 or both >= 0")
+        children = np.concatenate([self.left[~leaf], self.right[~leaf]])
+        indeg = np.bincount(children, minlength=M) if children.size else np.zeros(M, np.int64)
+        indeg[0] += 1
+        bad = np.flatnonzero(indeg != 1)
+        if bad.size:
+            raise IRError(f"{field}.nodes[{bad[0]}]: must have exactly one parent (node 0 is the root)")
+        seen, frontier = 0, np.array([0])
+        while frontier.size:
+            seen += frontier.size
+            if seen > M:
+                break
+            inner = frontier[self.left[frontier] >= 0]
+            frontier = np.concatenate([self.left[inner], self.right[inner]])
+        if seen != M:
+            raise IRError(f"{field}.nodes: a cycle (not a tree rooted at node 0)")
+
+    def children(self):
+        return self.scorer.tolist()
+
+    def to_dict(self):
+        return {"kind": self.kind, "name": self.name, "nodes": [
+            {"scorer": int(s), "threshold": float(t), "output": int(o), "left": int(l), "right": int(r)}
+            for s, t, o, l, r in zip(self.scorer, self.threshold, self.output, self.left, self.right)]}
+
+
+SCORING_KINDS = {"trees": TreesNode, "linear": LinearNode, "kernel": KernelNode}
+CONTROL_KINDS = {"cascade": CascadeNode, "anytime": AnytimeNode,
+                 "classifier_tree": ClassifierTreeNode}
+NODE_KINDS = {**SCORING_KINDS, **CONTROL_KINDS}
+
+
+def is_control(node) -> bool:
+    return node.kind in CONTROL_KINDS
+
+
+def node_from_dict(d, field, n_features):
+    kind = _require(d, "kind", field)
+    if not isinstance(kind, str) or kind not in NODE_KINDS:
+        raise IRError(f"{field}.kind: unknown node kind {kind!r}; expected one of {sorted(NODE_KINDS)}")
+    return NODE_KINDS[kind].from_dict(d, field, n_features)
+
+
+def _name(d, field):
+    n = d.get("name", "")
+    if not isinstance(n, str) or len(n) > 1000:
+        raise IRError(f"{field}.name: expected a string of at most 1000 characters")
+    return n
+
+
+def _ro(a):
+    a = np.ascontiguousarray(a)
+    a.setflags(write=False)
+    return a
+
+
+def _floats(a):
+    """float32 values as the exact float64 they equal: any JSON reader parses
+    that decimal back to the same double, which narrows to the same float32."""
+    return [float(v) for v in np.asarray(a, np.float32).ravel()]

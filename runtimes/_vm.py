@@ -1,0 +1,264 @@
+"""The reference evaluator: a numba kernel over ``ir.lowering.Tables``.
+
+One row at a time (rows diverge: each has its own acquired set, budget and
+route), rows in parallel.  The semantics are DESIGN.md's lazy cost, refined
+for on-demand evaluation (docs/costs.md):
+
+* a unit (feature with its group, tree, support vector) is paid the first
+  time a row touches it, in evaluation order;
+* before each unit, if paying it would take the row's cost past its budget,
+  the row halts; the step in progress does not count, and the prediction is
+  the last checkpoint completed.
+
+Per-row state uses *stamps* (``stamp[u] == row tag`` means touched), so no
+array is cleared between rows.
+"""
+import numpy as np
+from numba import njit, prange
+
+from ._expf import expf
+
+KIND_TREES, KIND_LINEAR, KIND_KERNEL = 0, 1, 2
+KIND_CASCADE, KIND_ANYTIME, KIND_CTREE = 3, 4, 5
+TERM_FEATURE, TERM_TREE, TERM_NODE = 0, 1, 2
+KERNEL_LINEAR, KERNEL_RBF, KERNEL_POLY = 0, 1, 2
+EXIT_LE, EXIT_GE = 1, 2
+ZERO = np.float32(0.0)
+ONE = np.float32(1.0)
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def _acquire(feat_group, group_cost, feat_cost, j, tag, fstamp, gstamp, cost, budget):
+    """Touch feature j (and its group).  False when it does not fit."""
+    if fstamp[j] == tag:
+        return True
+    c = cost[0]
+    g = feat_group[j]
+    if g >= 0 and gstamp[g] != tag:
+        c = c + group_cost[g]
+    c = c + feat_cost[j]
+    if c > budget:
+        return False
+    cost[0] = c
+    fstamp[j] = tag
+    if g >= 0:
+        gstamp[g] = tag
+    return True
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def _walk(feat_group, group_cost, feat_cost, tree_root, tree_cost, tn_feature, tn_threshold,
+          tn_left, tn_right, tn_missing_left, X, row, t, tag, fstamp, gstamp, tstamp, tleaf,
+          cost, budget):
+    """Evaluate global tree t; returns the leaf, or -1 if the row halts.
+    (Takes arrays, not the table tuple: a call passes its arguments by value.)"""
+    if tstamp[t] == tag:
+        return tleaf[t]
+    c = cost[0] + tree_cost[t]
+    if c > budget:
+        return -1
+    cost[0] = c
+    m = tree_root[t]
+    while tn_feature[m] >= 0:
+        j = tn_feature[m]
+        if not _acquire(feat_group, group_cost, feat_cost, j, tag, fstamp, gstamp, cost, budget):
+            return -1
+        x = X[row, j]
+        if x != x:
+            m = tn_left[m] if tn_missing_left[m] else tn_right[m]
+        elif x <= tn_threshold[m]:
+            m = tn_left[m]
+        else:
+            m = tn_right[m]
+    tstamp[t] = tag
+    tleaf[t] = m
+    return m
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def _tree(T, X, row, t, tag, fstamp, gstamp, tstamp, tleaf, cost, budget):
+    return _walk(T.feat_group, T.group_cost, T.feat_cost, T.tree_root, T.tree_cost, T.tn_feature,
+                 T.tn_threshold, T.tn_left, T.tn_right, T.tn_missing_left, X, row, t, tag,
+                 fstamp, gstamp, tstamp, tleaf, cost, budget)
+
+
+@njit(cache=True, _nrt=False)
+def _kernel_value(T, X, row, q, s):
+    """k(sv_s, x) for kernel q, float32, features in IR order."""
+    nf = T.k_n_feat[q]
+    f0 = T.k_feat_first[q]
+    base = T.k_sv_first[q] + s * nf
+    kt = T.k_type[q]
+    acc = ZERO
+    if kt == KERNEL_RBF:
+        for d in range(nf):
+            diff = X[row, T.k_feat[f0 + d]] - T.sv[base + d]
+            acc = acc + diff * diff
+        return expf(-T.k_gamma[q] * acc)
+    for d in range(nf):
+        acc = acc + X[row, T.k_feat[f0 + d]] * T.sv[base + d]
+    if kt == KERNEL_LINEAR:
+        return acc
+    b = T.k_gamma[q] * acc + T.k_coef0[q]
+    v = ONE
+    for _ in range(T.k_degree[q]):
+        v = v * b
+    return v
+
+
+@njit(cache=True, _nrt=False)
+def _begin(T, n, accbuf, stack, pos, sp):
+    o, b = T.node_acc[n], T.node_bias[n]
+    for k in range(T.node_width[n]):
+        accbuf[o + k] = T.bias[b + k]
+    stack[sp] = n
+    pos[sp] = 0
+
+
+@njit(cache=True, _nrt=False)
+def _eval_node(T, X, row, n0, tag, fstamp, gstamp, tstamp, tleaf, nstamp, accbuf,
+               stack, pos, cost, budget):
+    """Evaluate scoring node n0 and what it reads, depth-first with an
+    explicit stack.  Returns True if finished, False if the row halted; on a
+    halt ``pos[0]`` is the number of n0's steps completed."""
+    if nstamp[n0] == tag:
+        return True
+    _begin(T, n0, accbuf, stack, pos, 0)
+    sp = 1
+    while sp > 0:
+        n = stack[sp - 1]
+        p = pos[sp - 1]
+        kind = T.node_kind[n]
+        o = T.node_acc[n]
+        K = T.node_width[n]
+        if p == T.node_count[n]:
+            nstamp[n] = tag
+            sp -= 1
+            continue
+        if kind == KIND_TREES:
+            # all trees of the bank in one tight loop: the stack is for node inputs
+            first = T.node_first[n]
+            while p < T.node_count[n]:
+                leaf = _tree(T, X, row, first + p, tag, fstamp, gstamp, tstamp, tleaf, cost, budget)
+                if leaf < 0:
+                    pos[sp - 1] = p
+                    return False
+                v = T.tn_value[leaf]
+                for k in range(K):
+                    accbuf[o + k] = accbuf[o + k] + T.leaf_value[v + k]
+                p += 1
+            pos[sp - 1] = p
+            continue
+        elif kind == KIND_LINEAR:
+            term = T.node_first[n] + p
+            if T.term_live[term]:
+                tk = T.term_kind[term]
+                idx = T.term_index[term]
+                if tk == TERM_FEATURE:
+                    if not _acquire(T.feat_group, T.group_cost, T.feat_cost, idx, tag, fstamp, gstamp, cost, budget):
+                        return False
+                    x = X[row, idx]
+                elif tk == TERM_TREE:
+                    leaf = _tree(T, X, row, idx, tag, fstamp, gstamp, tstamp, tleaf, cost, budget)
+                    if leaf < 0:
+                        return False
+                    x = T.leaf_value[T.tn_value[leaf] + T.term_output[term]]
+                else:
+                    if nstamp[idx] != tag:
+                        _begin(T, idx, accbuf, stack, pos, sp)
+                        sp += 1
+                        continue  # come back to this term once idx is done
+                    x = accbuf[T.node_acc[idx] + T.term_output[term]]
+                w = T.term_weight[term]
+                for k in range(K):
+                    accbuf[o + k] = accbuf[o + k] + T.weight[w + k] * x
+        else:  # kernel: one support vector per step
+            q = T.node_kernel[n]
+            c = cost[0] + T.sv_cost[T.k_svcost_first[q] + p]
+            if c > budget:
+                return False
+            cost[0] = c
+            f0 = T.k_feat_first[q]
+            for d in range(T.k_n_feat[q]):
+                if not _acquire(T.feat_group, T.group_cost, T.feat_cost, T.k_feat[f0 + d], tag, fstamp, gstamp, cost, budget):
+                    return False
+            kv = _kernel_value(T, X, row, q, p)
+            a = T.k_alpha_first[q] + p * K
+            for k in range(K):
+                accbuf[o + k] = accbuf[o + k] + T.alpha[a + k] * kv
+        pos[sp - 1] = p + 1
+    return True
+
+
+@njit(cache=True, _nrt=False)
+def _row(T, X, row, tag, budget, fstamp, gstamp, tstamp, tleaf, nstamp, accbuf, stack, pos,
+         cost, scores_out):
+    """Evaluate one row; writes its scores and returns the stage reached."""
+    cost[0] = 0.0
+    K = T.n_outputs
+    top = T.top
+    if T.top_kind <= KIND_KERNEL:
+        ok = _eval_node(T, X, row, top, tag, fstamp, gstamp, tstamp, tleaf, nstamp, accbuf,
+                        stack, pos, cost, budget)
+        steps = T.node_count[top] if ok else pos[0]
+        o = T.node_acc[top]
+        for k in range(K):
+            scores_out[k] = accbuf[o + k]
+        return steps - 1
+    last = -1
+    i = 0
+    nC = T.ctl_scorer.shape[0]
+    while True:
+        n = T.ctl_scorer[i]
+        if not _eval_node(T, X, row, n, tag, fstamp, gstamp, tstamp, tleaf, nstamp, accbuf,
+                          stack, pos, cost, budget):
+            break
+        last = i
+        margin = accbuf[T.node_acc[n] + T.ctl_output[i]]
+        if T.top_kind == KIND_CTREE:
+            if T.ctl_left[i] < 0:
+                break
+            i = T.ctl_left[i] if margin <= T.ctl_threshold[i] else T.ctl_right[i]
+        else:
+            if i == nC - 1:
+                break
+            if T.top_kind == KIND_CASCADE:
+                r = T.ctl_rule[i]
+                if (r == EXIT_LE and margin <= T.ctl_threshold[i]) or (
+                        r == EXIT_GE and margin >= T.ctl_threshold[i]):
+                    break
+            i += 1
+    if last < 0:
+        for k in range(K):
+            scores_out[k] = T.prior[k]
+    else:
+        o = T.node_acc[T.ctl_scorer[last]]
+        for k in range(K):
+            scores_out[k] = accbuf[o + k]
+    return last
+
+
+@njit(cache=True, parallel=True)
+def evaluate(T, X, budget, scores, cost_out, stage, used):
+    """Fill scores [N,K] f32, cost [N] f64, stage [N] i64 and used [N,F]."""
+    N = X.shape[0]
+    F = X.shape[1]
+    chunk = 512
+    n_chunks = (N + chunk - 1) // chunk
+    for c in prange(n_chunks):
+        fstamp = np.zeros(T.feat_cost.shape[0], np.int64)
+        gstamp = np.zeros(T.group_cost.shape[0], np.int64)
+        tstamp = np.zeros(T.tree_root.shape[0], np.int64)
+        tleaf = np.zeros(T.tree_root.shape[0], np.int32)
+        nstamp = np.zeros(T.node_kind.shape[0], np.int64)
+        accbuf = np.zeros(T.acc_size, np.float32)
+        stack = np.zeros(T.stack_depth + 1, np.int32)
+        pos = np.zeros(T.stack_depth + 1, np.int32)
+        cost = np.zeros(1, np.float64)
+        for row in range(c * chunk, min(N, (c + 1) * chunk)):
+            tag = row + 1
+            stage[row] = _row(T, X, row, tag, budget[row], fstamp, gstamp, tstamp, tleaf,
+                              nstamp, accbuf, stack, pos, cost, scores[row])
+            cost_out[row] = cost[0]
+            for j in range(F):
+                used[row, j] = fstamp[j] == tag

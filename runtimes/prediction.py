@@ -1,0 +1,99 @@
+"""What every runtime returns, and the input contract they share."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional, Protocol
+
+import numpy as np
+from numba import njit
+
+from ._expf import logistic, softmax
+
+
+@dataclass
+class Prediction:
+    """Per-row results of one runtime.
+
+    output: class label or regression value [N] (or [N, K] for multi-output
+    regression); scores: raw float32 margins [N, K]; proba: probabilities
+    [N, n_classes] for classifiers with a probabilistic transform, else None;
+    cost: lazy cost [N] float64; stage: last checkpoint completed [N] int64
+    (tree / input / support vector for a scoring output, stage / checkpoint /
+    tree node for a control output; -1 if none); features_used: [N, F] bool.
+    """
+    output: np.ndarray
+    scores: np.ndarray
+    proba: Optional[np.ndarray]
+    cost: np.ndarray
+    stage: np.ndarray
+    features_used: np.ndarray
+
+
+class Runtime(Protocol):
+    def predict(self, X, budget=None) -> Prediction: ...
+
+
+def as_features(X, n_features: int) -> np.ndarray:
+    """Rows as C-contiguous float32 [N, F].  float64 input is rounded to the
+    nearest float32 (docs/numerics.md); NaN means missing."""
+    if hasattr(X, "to_numpy"):
+        X = X.to_numpy()
+    try:
+        X = np.asarray(X)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"X: cannot be read as a numeric matrix ({e})") from None
+    if X.ndim == 1:
+        X = X[None, :]
+    if X.ndim != 2:
+        raise ValueError(f"X: expected a 2-d array [rows, features], got shape {X.shape}")
+    if X.shape[1] != n_features:
+        raise ValueError(f"X: the model has {n_features} features but X has {X.shape[1]} columns")
+    if X.dtype.kind not in "fiub":
+        raise ValueError(f"X: expected numbers, got dtype {X.dtype}")
+    return np.ascontiguousarray(X, dtype=np.float32)
+
+
+def as_budget(budget, n_rows: int) -> np.ndarray:
+    """Per-row budgets as float64 [N]; None means unlimited."""
+    if budget is None:
+        return np.full(n_rows, np.inf)
+    b = np.asarray(budget, dtype=np.float64)
+    if b.ndim == 0:
+        b = np.full(n_rows, float(b))
+    if b.shape != (n_rows,):
+        raise ValueError(f"budget: expected a scalar or {n_rows} values, got shape {b.shape}")
+    if np.any(np.isnan(b)):
+        raise ValueError("budget: NaN is not a budget; use None (or inf) for no limit")
+    return np.ascontiguousarray(b)
+
+
+@njit(cache=True)
+def argmax_first(scores):
+    """Index of the first maximum per row, comparing with '>' from index 0 (a
+    NaN never displaces an earlier value), as the C backend does."""
+    out = np.zeros(scores.shape[0], np.int64)
+    for i in range(scores.shape[0]):
+        best = 0
+        for k in range(1, scores.shape[1]):
+            if scores[i, k] > scores[i, best]:
+                best = k
+        out[i] = best
+    return out
+
+
+def finish(task, scores: np.ndarray):
+    """(output, proba) from raw margins, by the task's rules: binary label is
+    classes[1] iff margin > 0; multiclass is the first argmax."""
+    if task.kind == "regression":
+        return (scores[:, 0].copy() if scores.shape[1] == 1 else scores.copy()), None
+    classes = np.asarray(task.classes)
+    if task.kind == "binary":
+        idx = (scores[:, 0] > 0).astype(np.int64)
+        proba = None
+        if task.transform == "logistic":
+            p = logistic(scores)[:, 0]
+            proba = np.stack([np.float32(1.0) - p, p], axis=1)
+        return classes[idx], proba
+    idx = argmax_first(scores)
+    proba = softmax(scores) if task.transform == "softmax" else None
+    return classes[idx], proba

@@ -1,0 +1,47 @@
+"""The reference runtime: the definition of truth for predictions and cost.
+
+``predict(model, X, budget=None)`` or ``ReferenceRuntime(model).predict(...)``.
+"""
+from __future__ import annotations
+
+from collections import namedtuple
+
+import numpy as np
+
+from ..ir.lowering import Tables, lower
+from ._vm import evaluate
+from .prediction import Prediction, as_budget, as_features, finish
+
+_FIELDS = [f for f in Tables.__dataclass_fields__]
+_VMTables = namedtuple("_VMTables", _FIELDS)
+
+
+def vm_tables(tables: Tables):
+    return _VMTables(**tables.arrays())
+
+
+class ReferenceRuntime:
+    """Evaluates a Model with numba; rows in parallel."""
+
+    def __init__(self, model):
+        self.model = model
+        self._tables = vm_tables(lower(model))
+
+    def predict(self, X, budget=None) -> Prediction:
+        m = self.model
+        X = as_features(X, m.n_features)
+        N = X.shape[0]
+        b = as_budget(budget, N)
+        scores = np.zeros((N, m.task.n_outputs), np.float32)
+        cost = np.zeros(N, np.float64)
+        stage = np.zeros(N, np.int64)
+        used = np.zeros((N, m.n_features), np.bool_)
+        if N:
+            evaluate(self._tables, X, b, scores, cost, stage, used)
+        output, proba = finish(m.task, scores)
+        return Prediction(output=output, scores=scores, proba=proba, cost=cost, stage=stage,
+                          features_used=used)
+
+
+def predict(model, X, budget=None) -> Prediction:
+    return ReferenceRuntime(model).predict(X, budget)
