@@ -200,26 +200,30 @@ def load_spambase() -> Dataset:
 
 # ---------------------------------------------------------------- files
 
-def load_csv(path, *, label_column=-1, header=None, costs=None) -> Dataset:
-    """A numeric CSV with one label column.  ``header`` None: detect a
-    non-numeric first row.  Empty cells and 'nan' are missing (NaN)."""
+def read_csv_matrix(path):
+    """(matrix float64, header names or None) from a numeric CSV; a
+    non-numeric first row is a header.  Empty cells and 'nan' are NaN."""
     with open(path, newline="") as fh:
-        rows = list(csv.reader(fh))
-    rows = [r for r in rows if r and any(c.strip() for c in r)]
+        rows = [r for r in csv.reader(fh) if r and any(c.strip() for c in r)]
     if not rows:
         raise ValueError(f"{path}: no data rows")
-    if header is None:
-        header = not all(_is_number(c) for c in rows[0])
-    names = [c.strip() for c in rows[0]] if header else None
+    header = not all(_is_number(c) for c in rows[0])
     data = rows[1:] if header else rows
     width = len(rows[0])
     for i, r in enumerate(data):
         if len(r) != width:
-            raise ValueError(f"{path}: line {i + 1 + bool(header)} has {len(r)} columns, expected {width}")
+            raise ValueError(f"{path}: line {i + 1 + header} has {len(r)} columns, expected {width}")
     try:
         M = np.array([[float(c) if c.strip() else np.nan for c in r] for r in data], np.float64)
     except ValueError as e:
         raise ValueError(f"{path}: a non-numeric cell ({e})") from None
+    return M.reshape(len(data), width), ([c.strip() for c in rows[0]] if header else None)
+
+
+def load_csv(path, *, label_column=-1, costs=None) -> Dataset:
+    """A numeric CSV with one label column (default: the last)."""
+    M, names = read_csv_matrix(path)
+    width = M.shape[1]
     lc = label_column % width
     y = M[:, lc]
     X = np.delete(M, lc, axis=1)
