@@ -129,6 +129,14 @@ def scalar_float(value, field, *, finite=True) -> float:
     return v
 
 
+def scalar_float32(value, field) -> np.float32:
+    """A finite number that stays finite as float32."""
+    v = scalar_float(value, field)
+    if abs(v) > float(np.finfo(np.float32).max):
+        raise IRError(f"{field}: {v!r} overflows float32")
+    return np.float32(v)
+
+
 def scalar_cost(value, field) -> float:
     v = scalar_float(value, field, finite=False)
     if not math.isfinite(v) or v < 0:

@@ -27,7 +27,7 @@ from typing import ClassVar
 import numpy as np
 
 from .arrays import (bool_array, cost_array, float32_array, int_array,
-                     scalar_float, scalar_int)
+                     scalar_float, scalar_float32, scalar_int)
 from .errors import IRError
 
 MAX_OUTPUTS = 1 << 16
@@ -301,8 +301,8 @@ class KernelNode:
         sv = float32_array(_require(d, "support_vectors", field), f"{field}.support_vectors",
                            length=S * D)
         return cls(kernel=KERNELS[kname],
-                   gamma=np.float32(scalar_float(d.get("gamma", 1.0), f"{field}.gamma")),
-                   coef0=np.float32(scalar_float(d.get("coef0", 0.0), f"{field}.coef0")),
+                   gamma=scalar_float32(d.get("gamma", 1.0), f"{field}.gamma"),
+                   coef0=scalar_float32(d.get("coef0", 0.0), f"{field}.coef0"),
                    degree=scalar_int(d.get("degree", 1), f"{field}.degree", low=0,
                                      high=MAX_POLY_DEGREE + 1),
                    features=feats, support_vectors=_ro(sv.reshape(S, D)),

@@ -29,6 +29,11 @@ TWO_M64 = np.float32(2.0 ** -64)
 HALF = np.float32(0.5)
 ONE = np.float32(1.0)
 TWO = np.float32(2.0)
+# IEEE 754 leaves the sign and payload of a NaN made by arithmetic
+# unspecified (x86 and ARM differ), so every backend writes any NaN score or
+# probability as this one quiet NaN.  Decisions never see the difference:
+# comparisons with any NaN are false.
+CANONICAL_NAN_BITS = 0x7FC00000
 
 
 def hexfloat(v) -> str:

@@ -7,6 +7,7 @@ from typing import Optional, Protocol
 import numpy as np
 from numba import njit
 
+from ..ir.numerics import CANONICAL_NAN_BITS
 from ._expf import logistic, softmax
 
 
@@ -81,9 +82,19 @@ def argmax_first(scores):
     return out
 
 
+def canonical_nan(a: np.ndarray) -> np.ndarray:
+    """Replace every NaN with the canonical quiet NaN (docs/numerics.md)."""
+    bad = np.isnan(a)
+    if bad.any():
+        a = a.copy()
+        a.view(np.uint32)[bad] = CANONICAL_NAN_BITS
+    return a
+
+
 def finish(task, scores: np.ndarray):
     """(output, proba) from raw margins, by the task's rules: binary label is
     classes[1] iff margin > 0; multiclass is the first argmax."""
+    scores = canonical_nan(scores)
     if task.kind == "regression":
         return (scores[:, 0].copy() if scores.shape[1] == 1 else scores.copy()), None
     classes = np.asarray(task.classes)
@@ -92,8 +103,8 @@ def finish(task, scores: np.ndarray):
         proba = None
         if task.transform == "logistic":
             p = logistic(scores)[:, 0]
-            proba = np.stack([np.float32(1.0) - p, p], axis=1)
+            proba = canonical_nan(np.stack([np.float32(1.0) - p, p], axis=1))
         return classes[idx], proba
     idx = argmax_first(scores)
-    proba = softmax(scores) if task.transform == "softmax" else None
+    proba = canonical_nan(softmax(scores)) if task.transform == "softmax" else None
     return classes[idx], proba

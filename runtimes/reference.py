@@ -10,7 +10,7 @@ import numpy as np
 
 from ..ir.lowering import Tables, lower
 from ._vm import evaluate
-from .prediction import Prediction, as_budget, as_features, finish
+from .prediction import Prediction, as_budget, as_features, canonical_nan, finish
 
 _FIELDS = [f for f in Tables.__dataclass_fields__]
 _VMTables = namedtuple("_VMTables", _FIELDS)
@@ -38,6 +38,7 @@ class ReferenceRuntime:
         used = np.zeros((N, m.n_features), np.bool_)
         if N:
             evaluate(self._tables, X, b, scores, cost, stage, used)
+        scores = canonical_nan(scores)
         output, proba = finish(m.task, scores)
         return Prediction(output=output, scores=scores, proba=proba, cost=cost, stage=stage,
                           features_used=used)

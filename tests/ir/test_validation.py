@@ -106,3 +106,10 @@ def test_builders_validate_too():
 def test_loading_a_missing_file_is_an_irerror(tmp_path):
     with pytest.raises(ir.IRError, match="cannot read"):
         ir.load(tmp_path / "nope.json")
+
+
+def test_float32_overflow_is_rejected():
+    d = base("kernel_rbf"); d["nodes"][0]["gamma"] = 1e300
+    expect(d, "nodes[0].gamma", "overflows float32")
+    d = base(); d["nodes"][0]["threshold"][0] = 1e39
+    expect(d, "nodes[0].threshold[0]", "finite float32")

@@ -1,0 +1,122 @@
+"""Compile a Model to standalone C99 (templates/c/*.j2).
+
+``compile_c(model, out_dir, prefix="model")`` writes ``<prefix>.h``,
+``<prefix>.c``, an example ``main.c`` and a ``Makefile``.  The C walks the
+same flat tables as the reference runtime (``ir.lowering``), so predictions,
+costs, stages and features-used are bit-identical.
+"""
+from __future__ import annotations
+
+import os
+import re
+
+import jinja2
+import numpy as np
+
+from ..ir import numerics
+from ..ir.costs import static_cost
+from ..ir.lowering import KIND_CASCADE, KIND_CTREE, KIND_KERNEL, KIND_LINEAR, KIND_TREES, lower
+from ..ir.json_io import model_hash
+
+# The flags every build of generated code uses: C99, no contraction into FMA.
+C_FLAGS = ["-std=c99", "-ffp-contract=off"]
+STRICT_WARNINGS = ["-pedantic", "-Wall", "-Wextra", "-Werror", "-Wdouble-promotion", "-Wvla"]
+
+_env = jinja2.Environment(
+    loader=jinja2.PackageLoader("skinflint.templates", "c"), keep_trailing_newline=True,
+    undefined=jinja2.StrictUndefined, autoescape=False)
+
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def _c_floats(a) -> str:
+    a = np.asarray(a, np.float32).ravel()
+    if not np.all(np.isfinite(a)):
+        raise ValueError("non-finite float32 parameter cannot be compiled")
+    return ", ".join(float(v).hex() + "f" for v in a)
+
+
+def _c_doubles(a) -> str:
+    return ", ".join(float(v).hex() for v in np.asarray(a, np.float64).ravel())
+
+
+def _c_ints(a) -> str:
+    return ", ".join(str(int(v)) for v in np.asarray(a).ravel())
+
+
+def _c_string(s: str) -> str:
+    out = []
+    for ch in s.encode("utf-8"):
+        c = chr(ch)
+        if c in '"\\':
+            out.append("\\" + c)
+        elif 32 <= ch < 127 and c != "?":  # '?' avoids trigraphs
+            out.append(c)
+        else:
+            out.append(f"\\{ch:03o}")
+    return '"' + "".join(out) + '"'
+
+
+def _words(n):
+    return max((n + 31) // 32, 1)
+
+
+def render(model, prefix="model") -> dict[str, str]:
+    """The generated sources as {file name: text}."""
+    if not _IDENT.match(prefix):
+        raise ValueError(f"prefix {prefix!r} must be a C identifier")
+    from skinflint import __version__
+    t = lower(model)
+    kinds = set(t.node_kind.tolist())
+    task = model.task
+    K = task.n_outputs
+    P = 2 if (task.kind == "binary" and task.transform == "logistic") else (
+        K if (task.kind == "multiclass" and task.transform == "softmax") else 0)
+    F, G = model.n_features, len(model.groups)
+    T = int(t.tree_root.shape[0]) if KIND_TREES in kinds else 0
+    tables = {name: (_c_floats(v) if v.dtype == np.float32 else _c_doubles(v) if v.dtype == np.float64
+                     else _c_ints(v))
+              for name, v in t.arrays().items() if isinstance(v, np.ndarray)}
+    tables.update(top=t.top)
+    ctx = dict(
+        prefix=prefix, PREFIX=prefix.upper(), guard=f"SKINFLINT_{prefix.upper()}_H",
+        version=__version__, hash=model_hash(model)[:16], task_kind=task.kind,
+        classes=", ".join(str(c) for c in task.classes),
+        class_names=", ".join(_c_string(str(c)) for c in task.classes), n_classes=len(task.classes),
+        static_cost=f"{static_cost(model):g}", F=F, F_arr=max(F, 1), G=G, K=K, P=P, P_arr=max(P, 1),
+        features=model.features, groups=model.groups,
+        feature_names=", ".join(_c_string(f.name) for f in model.features) or '""',
+        fw=_words(F), gw=_words(G), tw=_words(max(T, 1)), nw=_words(len(model.nodes)),
+        T_arr=max(T, 1), A=t.acc_size, D=t.stack_depth + 1,
+        has_trees=KIND_TREES in kinds, has_linear=KIND_LINEAR in kinds,
+        has_kernel=KIND_KERNEL in kinds, is_control=t.top_kind >= KIND_CASCADE,
+        top_is_cascade=t.top_kind == KIND_CASCADE, top_is_ctree=t.top_kind == KIND_CTREE,
+        n_ctl=int(t.ctl_scorer.shape[0]), needs_exp=KIND_KERNEL in kinds or P > 0, t=tables,
+        EXP_HI=numerics.hexfloat(numerics.EXP_HI), EXP_LO=numerics.hexfloat(numerics.EXP_LO),
+        LOG2E=numerics.hexfloat(numerics.LOG2E), HALF=numerics.hexfloat(numerics.HALF),
+        LN2_HI=numerics.hexfloat(numerics.LN2_HI), LN2_LO=numerics.hexfloat(numerics.LN2_LO),
+        C=[numerics.hexfloat(c) for c in numerics.EXP_POLY], TWO_M64=numerics.hexfloat(numerics.TWO_M64),
+        TWO=numerics.hexfloat(numerics.TWO),
+    )
+    ctx["ws_bytes"] = 4 * (ctx["fw"] + ctx["gw"] + ctx["tw"] + ctx["nw"] + ctx["T_arr"] + ctx["A"]
+                           + ctx["F_arr"] + 2 * ctx["D"])
+    return {
+        f"{prefix}.h": _env.get_template("model.h.j2").render(**ctx),
+        f"{prefix}.c": _env.get_template("model.c.j2").render(**ctx),
+        "main.c": _env.get_template("main.c.j2").render(**ctx),
+        "Makefile": _env.get_template("Makefile.j2").render(**ctx, cflags=" ".join(C_FLAGS)),
+    }
+
+
+def compile_c(model, out_dir, *, prefix="model", precision="float32") -> dict[str, str]:
+    """Write the sources to ``out_dir``; returns {file name: path}."""
+    if precision != "float32":
+        raise ValueError(f"precision {precision!r} is not supported: the numeric contract is float32")
+    os.makedirs(out_dir, exist_ok=True)
+    paths = {}
+    for name, text in render(model, prefix).items():
+        path = os.path.join(out_dir, name)
+        with open(path, "w") as fh:
+            fh.write(text)
+        paths[name] = path
+    return paths
