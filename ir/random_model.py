@@ -1,0 +1,133 @@
+"""Random valid models of every node kind, for property tests and for users
+who want to fuzz their own backends: ``random_model(seed, kinds=...)``.
+
+Thresholds and parameters come from a small grid of dyadic values (plus
+random ones) so that adversarial rows land exactly on them.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .builders import (anytime, binary_task, cascade, classifier_tree, feature_input,
+                       features_from_costs, groups_from_costs, kernel, linear, model,
+                       multiclass_task, node_input, regression_task, tree_input,
+                       trees_from_arrays)
+
+ALL_KINDS = ("trees", "linear", "kernel", "cascade", "anytime", "classifier_tree")
+GRID = np.array([-2.0, -1.0, -0.5, -0.25, 0.0, 0.25, 0.5, 1.0, 2.0])
+
+
+def _value(rng, size=None):
+    grid = rng.choice(GRID, size=size)
+    noise = np.float32(rng.normal(size=size))
+    pick = rng.random(size=size) < 0.6
+    return np.where(pick, grid, noise).astype(np.float64)
+
+
+def _bank(rng, F, K):
+    n_trees = int(rng.integers(1, 5))
+    feat, thr, left, right, val, ml, roots = [], [], [], [], [], [], []
+    for _ in range(n_trees):
+        roots.append(len(feat))
+        depth = int(rng.integers(0, 4))
+        # grow a random binary tree breadth first
+        frontier = [(len(feat), 0)]
+        feat.append(-1), thr.append(0.0), left.append(-1), right.append(-1)
+        val.append(_value(rng, K)), ml.append(bool(rng.integers(2)))
+        while frontier:
+            node, d = frontier.pop(0)
+            if d < depth and rng.random() < 0.8:
+                feat[node] = int(rng.integers(F))
+                thr[node] = float(_value(rng))
+                for side in (left, right):
+                    side[node] = len(feat)
+                    frontier.append((len(feat), d + 1))
+                    feat.append(-1), thr.append(0.0), left.append(-1), right.append(-1)
+                    val.append(_value(rng, K)), ml.append(bool(rng.integers(2)))
+    costs = np.where(rng.random(n_trees) < 0.5, 0.0, rng.choice([0.25, 0.5, 1.0], n_trees))
+    return trees_from_arrays(feat, thr, left, right, np.array(val), roots=roots, missing_left=ml,
+                             tree_cost=costs, base_score=_value(rng, K))
+
+
+def _linear(rng, F, K, pool):
+    n = int(rng.integers(1, 5))
+    inputs = []
+    for _ in range(n):
+        r = rng.random()
+        banks = [i for i, (kind, node) in enumerate(pool) if kind == "trees"]
+        if r < 0.4 or not pool:
+            inputs.append(feature_input(int(rng.integers(F))))
+        elif r < 0.7 and banks:
+            b = banks[rng.integers(len(banks))]
+            bank = pool[b][1]
+            inputs.append(tree_input(b, int(rng.integers(bank.n_trees)), int(rng.integers(bank.n_outputs))))
+        else:
+            j = int(rng.integers(len(pool)))
+            inputs.append(node_input(j, int(rng.integers(pool[j][1].n_outputs))))
+    w = _value(rng, (n, K))
+    w[rng.random((n, K)) < 0.15] = 0.0
+    return linear(inputs, w, bias=_value(rng, K))
+
+
+def _kernel(rng, F, K):
+    d = int(rng.integers(1, min(F, 3) + 1))
+    feats = rng.choice(F, size=d, replace=False)
+    S = int(rng.integers(1, 4))
+    kind = ["rbf", "linear", "poly"][rng.integers(3)]
+    return kernel(_value(rng, (S, d)), _value(rng, (S, K)), feats, kernel=kind,
+                  gamma=float(rng.choice([0.25, 0.5, 1.0])), coef0=float(rng.choice([0.0, 1.0])),
+                  degree=int(rng.integers(0, 4)), bias=_value(rng, K),
+                  sv_cost=rng.choice([0.0, 0.5, 1.0], S))
+
+
+def random_model(seed, kinds=ALL_KINDS, n_features=None):
+    """A random valid Model whose output node is one of ``kinds``."""
+    rng = np.random.default_rng(seed)
+    F = int(n_features or rng.integers(1, 7))
+    G = int(rng.integers(0, 3))
+    groups = groups_from_costs(rng.choice([0.0, 2.0, 5.0], G)) if G else []
+    fgroups = [int(rng.integers(G)) if G and rng.random() < 0.5 else None for _ in range(F)]
+    feats = features_from_costs(rng.choice([0.0, 0.5, 1.0, 3.0, 10.0], F), groups=fgroups)
+    task_kind = ["regression", "binary", "multiclass"][rng.integers(3)]
+    K = {"regression": int(rng.integers(1, 3)), "binary": 1, "multiclass": 3}[task_kind]
+    task = {"regression": regression_task(K), "binary": binary_task(),
+            "multiclass": multiclass_task(["a", "b", "c"])}[task_kind]
+    top = kinds[rng.integers(len(kinds))]
+    pool: list = []
+
+    def scorer(kind=None):
+        kind = kind or ["trees", "linear", "kernel"][rng.integers(3)]
+        node = {"trees": lambda: _bank(rng, F, K), "linear": lambda: _linear(rng, F, K, pool),
+                "kernel": lambda: _kernel(rng, F, K)}[kind]()
+        pool.append((kind, node))
+        return len(pool) - 1
+
+    # a few helper nodes that later linear nodes may read
+    for _ in range(int(rng.integers(0, 3))):
+        scorer()
+    if top in ("trees", "linear", "kernel"):
+        out = scorer(top)
+    elif top == "cascade":
+        stages = [scorer() for _ in range(int(rng.integers(1, 4)))]
+        rules = ["le", "ge", "none"]
+        pool.append(("cascade", cascade([(s, rules[rng.integers(3)], float(_value(rng)), int(rng.integers(K)))
+                                         for s in stages])))
+        out = len(pool) - 1
+    elif top == "anytime":
+        cps = [scorer() for _ in range(int(rng.integers(1, 4)))]
+        pool.append(("anytime", anytime(cps)))
+        out = len(pool) - 1
+    else:
+        n_internal = int(rng.integers(0, 3))
+        nodes = [dict(scorer=scorer(), threshold=float(_value(rng)), output=int(rng.integers(K)))]
+        leaves = [0]
+        for _ in range(n_internal):
+            at = leaves.pop(int(rng.integers(len(leaves))))
+            for side in ("left", "right"):
+                nodes[at][side] = len(nodes)
+                leaves.append(len(nodes))
+                nodes.append(dict(scorer=scorer(), threshold=float(_value(rng)), output=int(rng.integers(K))))
+        pool.append(("classifier_tree", classifier_tree(nodes)))
+        out = len(pool) - 1
+    return model(feats, [node for _, node in pool], out, task=task, groups=groups,
+                 metadata={"random_model_seed": int(seed)})

@@ -1,0 +1,234 @@
+"""The parity harness: the same rows through every backend, compared to the
+reference bit for bit (``skinflint verify``).
+
+``verify(model, X=None, backends=("reference", "c", "c-lazy"), budgets=None)``
+returns a ``ParityReport``; ``report.ok`` is True only when every backend
+matches the reference in output, scores, probabilities, cost, stage and
+features-used on every row.  Rows default to adversarial ones: every
+threshold of the model exactly, one float32 ulp below and above, NaN and
+±inf per feature; budgets default to each row's own cost and the values
+around it.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from .runtimes.prediction import Prediction, as_features
+
+
+def ulp_distance(a, b) -> np.ndarray:
+    """Float32 steps between a and b (0 when both are NaN; huge when one is)."""
+    a = np.asarray(a, np.float32)
+    b = np.asarray(b, np.float32)
+    ia = a.view(np.int32).astype(np.int64)
+    ib = b.view(np.int32).astype(np.int64)
+    ia = np.where(ia < 0, -(ia & 0x7FFFFFFF), ia)
+    ib = np.where(ib < 0, -(ib & 0x7FFFFFFF), ib)
+    d = np.abs(ia - ib)
+    na, nb = np.isnan(a), np.isnan(b)
+    return np.where(na & nb, 0, np.where(na | nb, 2**32, d))
+
+
+def _same_bits(a, b):
+    """Per-row equality of float32 arrays bit for bit (NaNs are canonical)."""
+    a = np.asarray(a, np.float32).reshape(len(a), -1)
+    b = np.asarray(b, np.float32).reshape(len(b), -1)
+    return np.all(a.view(np.uint32) == b.view(np.uint32), axis=1)
+
+
+@dataclass
+class BackendReport:
+    backend: str
+    rows: int
+    output: int = 0
+    scores: int = 0
+    max_ulp: int = 0
+    proba: int = 0
+    cost: int = 0
+    stage: int = 0
+    features_used: int = 0
+    fetches: int = 0          # on-demand only: rows whose fetch count != features used
+    worst_rows: list = field(default_factory=list)
+    error: str = ""
+
+    @property
+    def mismatches(self) -> int:
+        return (self.output + self.scores + self.proba + self.cost + self.stage
+                + self.features_used + self.fetches + (1 if self.error else 0))
+
+    @property
+    def ok(self) -> bool:
+        return self.mismatches == 0
+
+
+@dataclass
+class ParityReport:
+    model_hash: str
+    rows: int
+    budgets: str
+    backends: list
+
+    @property
+    def ok(self) -> bool:
+        return all(b.ok for b in self.backends)
+
+    def table(self) -> str:
+        head = (f"{'backend':<10} {'rows':>6} {'output':>7} {'scores':>7} {'max ulp':>8} {'proba':>6} "
+                f"{'cost':>6} {'stage':>6} {'used':>6} {'fetch':>6}  result")
+        lines = [f"parity vs reference: {self.rows} rows, budgets: {self.budgets}", head]
+        for b in self.backends:
+            if b.error:
+                lines.append(f"{b.backend:<10} {'':>6} error: {b.error}")
+                continue
+            lines.append(f"{b.backend:<10} {b.rows:>6} {b.output:>7} {b.scores:>7} {b.max_ulp:>8} "
+                         f"{b.proba:>6} {b.cost:>6} {b.stage:>6} {b.features_used:>6} {b.fetches:>6}  "
+                         f"{'OK' if b.ok else 'MISMATCH'}")
+        for b in self.backends:
+            for w in b.worst_rows:
+                lines.append(f"  {b.backend} row {w['row']}: {w['what']}; reference {w['reference']} vs "
+                             f"{w['backend']}; decided by {w['features']}")
+        return "\n".join(lines)
+
+    def to_json(self) -> str:
+        d = asdict(self)
+        d["ok"] = self.ok
+        return json.dumps(d, indent=1, default=str)
+
+
+def adversarial_rows(model, X=None, *, seed=0, max_rows=4000) -> np.ndarray:
+    """Rows that sit on every decision boundary of the model: each tree
+    threshold and kernel coordinate exactly, one ulp below and above; NaN,
+    +inf and -inf per feature; all-NaN and all-inf rows.  Other features take
+    values from ``X`` (or standard normals)."""
+    from .ir.nodes import KernelNode, TreesNode
+    rng = np.random.default_rng(seed)
+    F = model.n_features
+    base = as_features(X, F) if X is not None else rng.normal(size=(64, F)).astype(np.float32)
+    points = [[] for _ in range(F)]
+    for n in model.nodes:
+        if isinstance(n, TreesNode):
+            inner = n.feature >= 0
+            for j, t in zip(n.feature[inner], n.threshold[inner]):
+                points[j].append(t)
+        elif isinstance(n, KernelNode):
+            for d, j in enumerate(n.features):
+                points[j].extend(n.support_vectors[:, d])
+    rows = []
+    specials = np.float32([np.nan, np.inf, -np.inf])
+    for j in range(F):
+        v = np.unique(np.float32(points[j]))
+        v = np.concatenate([v, np.nextafter(v, np.float32(-np.inf)), np.nextafter(v, np.float32(np.inf)), specials])
+        r = base[rng.integers(len(base), size=len(v))].copy()
+        r[:, j] = v
+        rows.append(r)
+    rows.append(np.full((1, F), np.nan, np.float32))
+    rows.append(np.full((1, F), np.inf, np.float32))
+    rows.append(np.full((1, F), -np.inf, np.float32))
+    out = np.concatenate(rows + [base]) if rows else base
+    if len(out) > max_rows:
+        out = out[rng.choice(len(out), max_rows, replace=False)]
+    return np.ascontiguousarray(out, np.float32)
+
+
+def budgets_around(costs: np.ndarray, seed=0) -> np.ndarray:
+    """For rows of known cost c, budgets that cut at and around each step:
+    c, the double just below c, half of c, 0, and uniform in [0, c]."""
+    rng = np.random.default_rng(seed)
+    pick = rng.integers(5, size=len(costs))
+    below = np.nextafter(costs, -np.inf)
+    return np.choose(pick, [costs, below, costs / 2, np.zeros_like(costs), rng.random(len(costs)) * costs])
+
+
+def _runtime(name, model):
+    from .runtimes.reference import ReferenceRuntime
+    if name == "reference":
+        return ReferenceRuntime(model).predict
+    if name in ("c", "c-lazy"):
+        from .runtimes.c import CRuntime
+        rt = CRuntime(model)
+        api = "lazy" if name == "c-lazy" else "dense"
+        return lambda X, b: (rt.predict(X, b, api=api), rt.last_fetch_counts if api == "lazy" else None)
+    if name == "onnx":
+        raise NotImplementedError("the ONNX backend is not implemented yet")
+    raise ValueError(f"unknown backend {name!r}; expected reference, c, c-lazy or onnx")
+
+
+def compare(model, X, ref: Prediction, got: Prediction, name: str, fetches=None,
+            worst=3) -> BackendReport:
+    N = len(ref.cost)
+    rep = BackendReport(backend=name, rows=N)
+    bad_scores = ~_same_bits(ref.scores, got.scores)
+    rep.scores = int(bad_scores.sum())
+    rep.max_ulp = int(ulp_distance(ref.scores, got.scores).max()) if N else 0
+    if ref.output.dtype.kind == "f":
+        bad_out = ~_same_bits(ref.output, got.output)
+    else:
+        bad_out = np.asarray(ref.output != got.output).reshape(N, -1).any(1)
+    rep.output = int(bad_out.sum())
+    bad_proba = np.zeros(N, bool)
+    if ref.proba is not None:
+        bad_proba = ~_same_bits(ref.proba, got.proba) if got.proba is not None else np.ones(N, bool)
+    rep.proba = int(bad_proba.sum())
+    bad_cost = ref.cost.view(np.uint64) != np.asarray(got.cost, np.float64).view(np.uint64)
+    rep.cost = int(bad_cost.sum())
+    bad_stage = ref.stage != got.stage
+    rep.stage = int(bad_stage.sum())
+    bad_used = (ref.features_used != got.features_used).any(1)
+    rep.features_used = int(bad_used.sum())
+    bad_fetch = np.zeros(N, bool)
+    if fetches is not None:
+        bad_fetch = fetches != ref.features_used.sum(1)
+        rep.fetches = int(bad_fetch.sum())
+    bad = bad_scores | bad_out | bad_proba | bad_cost | bad_stage | bad_used | bad_fetch
+    order = np.argsort(-ulp_distance(ref.scores, got.scores).max(1) - bad_cost * 1e12)
+    for i in [i for i in order if bad[i]][:worst]:
+        what = ("scores" if bad_scores[i] else "output" if bad_out[i] else "proba" if bad_proba[i]
+                else "cost" if bad_cost[i] else "stage" if bad_stage[i] else "features_used"
+                if bad_used[i] else "fetches")
+        used = np.flatnonzero(ref.features_used[i] | got.features_used[i])
+        rep.worst_rows.append({
+            "row": int(i), "what": what,
+            "reference": f"scores={ref.scores[i].tolist()} cost={ref.cost[i]!r} stage={int(ref.stage[i])}",
+            "backend": f"scores={np.asarray(got.scores[i]).tolist()} cost={float(got.cost[i])!r} "
+                       f"stage={int(got.stage[i])}",
+            "features": {model.features[j].name: float(X[i, j]) for j in used[:8]}})
+    return rep
+
+
+def verify(model, X=None, *, backends=("reference", "c", "c-lazy"), budgets=None,
+           adversarial=True, seed=0) -> ParityReport:
+    """Run X (plus adversarial rows unless disabled) through each backend,
+    without a budget and with ``budgets`` ("auto": around each row's cost)."""
+    from .ir.json_io import model_hash
+    from .runtimes.reference import predict
+    if X is not None:
+        X = as_features(X, model.n_features)
+    rows = adversarial_rows(model, X, seed=seed) if adversarial or X is None else X
+    if adversarial and X is not None:
+        rows = np.concatenate([X, rows])
+    ref_free = predict(model, rows)
+    if budgets is None or budgets == "auto":
+        b = budgets_around(ref_free.cost, seed)
+        label = "none, and at/around each row's cost"
+    else:
+        b = np.broadcast_to(np.asarray(budgets, np.float64), (len(rows),)).copy()
+        label = f"none, and {budgets}"
+    X2 = np.concatenate([rows, rows])
+    B2 = np.concatenate([np.full(len(rows), np.inf), b])
+    ref = predict(model, X2, B2)
+    reports = []
+    for name in backends:
+        if name == "reference":
+            continue
+        try:
+            run = _runtime(name, model)
+            got = run(X2, B2)
+        except (NotImplementedError, RuntimeError) as e:
+            reports.append(BackendReport(backend=name, rows=len(X2), error=str(e)))
+            continue
+        got, fetches = got if isinstance(got, tuple) else (got, None)
+        reports.append(compare(model, X2, ref, got, name, fetches))
+    return ParityReport(model_hash=model_hash(model)[:16], rows=len(X2), budgets=label, backends=reports)
