@@ -45,6 +45,34 @@ def cmd_predict(args):
         print(f"{i},{p.output[i]},{p.cost[i]:.6g},{p.stage[i]}")
 
 
+def cmd_compile(args):
+    m = _load_model(args.model)
+    if args.target == "c":
+        from .compilers.c import compile_c
+        paths = compile_c(m, args.output, prefix=args.prefix)
+        for name in sorted(paths):
+            print(paths[name])
+        print(f"build: make -C {args.output}   (or add {args.prefix}.c to your firmware)")
+    elif args.target == "onnx":
+        raise CLIError("the ONNX compiler is not implemented yet (see the README's status table)")
+    else:
+        raise CLIError(f"unknown target {args.target!r}; expected c or onnx")
+
+
+def cmd_verify(args):
+    from .verify import verify
+    m = _load_model(args.model)
+    X = _load_rows(args.data, m.n_features) if args.data else None
+    budgets = "auto" if args.budget is None else args.budget
+    backends = tuple(b.strip() for b in args.backends.split(",") if b.strip())
+    report = verify(m, X, backends=backends, budgets=budgets, adversarial=not args.no_adversarial)
+    print(report.table())
+    if args.json:
+        with open(args.json, "w") as fh:
+            fh.write(report.to_json())
+    return 0 if report.ok else 1
+
+
 def cmd_demo(args):
     from .demo import run_demo
     run_demo(out_dir=args.out, quick=args.quick)
@@ -66,6 +94,27 @@ def build_parser():
     s.add_argument("--data", required=True, help="CSV of feature rows (a trailing label column is ignored)")
     s.add_argument("--budget", type=float, default=None, help="per-row cost budget")
     s.set_defaults(func=cmd_predict)
+    s = sub.add_parser("compile", help="compile a model to C (or ONNX)",
+                       description="Write the model as standalone C99 sources (model.c/.h, an "
+                                   "example main.c and a Makefile) or as an ONNX graph.")
+    s.add_argument("model")
+    s.add_argument("--target", required=True, help="c or onnx")
+    s.add_argument("-o", "--output", required=True, help="output folder (c) or file (onnx)")
+    s.add_argument("--prefix", default="model", help="C identifier prefix of the generated API")
+    s.set_defaults(func=cmd_compile)
+    s = sub.add_parser("verify", help="check every backend against the reference, bit for bit",
+                       description="Run rows through every backend and compare outputs, scores, "
+                                   "probabilities, cost, stage and features used with the reference. "
+                                   "By default adds adversarial rows (every threshold exactly, one ulp "
+                                   "either side, NaN, +-inf) and budgets around each row's cost. Exits "
+                                   "1 on any mismatch.")
+    s.add_argument("model")
+    s.add_argument("--data", help="CSV of rows to add (a trailing label column is ignored)")
+    s.add_argument("--budget", type=float, help="one budget for all rows (default: around each row's cost)")
+    s.add_argument("--backends", default="c,c-lazy", help="comma-separated: c, c-lazy, onnx")
+    s.add_argument("--no-adversarial", action="store_true", help="only the rows of --data")
+    s.add_argument("--json", help="also write the report as JSON (for CI)")
+    s.set_defaults(func=cmd_verify)
     s = sub.add_parser("demo", help="train, compile and verify on bundled data",
                        description="The quick start: train on bundled real data, compile, verify "
                                    "parity, and print the cost/accuracy table.")
@@ -83,8 +132,8 @@ def main(argv=None):
         parser.print_help()
         return EXIT_USAGE
     try:
-        args.func(args)
-    except (CLIError, IRError, ValueError, FileNotFoundError, ImportError) as e:
+        return args.func(args) or 0
+    except (CLIError, IRError, ValueError, FileNotFoundError, ImportError, RuntimeError) as e:
         print(f"skinflint: error: {e}", file=sys.stderr)
         return 1
     except OSError as e:
@@ -92,7 +141,6 @@ def main(argv=None):
         return 1
     except KeyboardInterrupt:
         return 130
-    return 0
 
 
 if __name__ == "__main__":

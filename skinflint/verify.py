@@ -191,7 +191,7 @@ def compare(model, X, ref: Prediction, got: Prediction, name: str, fetches=None,
         used = np.flatnonzero(ref.features_used[i] | got.features_used[i])
         rep.worst_rows.append({
             "row": int(i), "what": what,
-            "reference": f"scores={ref.scores[i].tolist()} cost={ref.cost[i]!r} stage={int(ref.stage[i])}",
+            "reference": f"scores={ref.scores[i].tolist()} cost={float(ref.cost[i])!r} stage={int(ref.stage[i])}",
             "backend": f"scores={np.asarray(got.scores[i]).tolist()} cost={float(got.cost[i])!r} "
                        f"stage={int(got.stage[i])}",
             "features": {model.features[j].name: float(X[i, j]) for j in used[:8]}})

@@ -1,0 +1,167 @@
+"""Run generated C on other targets: cross-compilers under qemu.
+
+``run_on_target(model, X, budgets, target)`` builds a program with the rows
+embedded (templates/c/parity_main.c.j2), runs it, and returns the dense and
+on-demand results as ``Prediction``s plus the per-row fetch counts.
+``target_available(name)`` says whether its toolchain is installed, and why
+not.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..compilers.c import C_FLAGS, _env, render
+from .prediction import Prediction, as_budget, as_features
+
+EMBEDDED = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples", "embedded")
+
+
+@dataclass
+class Target:
+    name: str
+    cc: str
+    cflags: list
+    run: list                 # command prefix; the program path is appended
+    needs: list = field(default_factory=list)   # executables that must exist
+    bare_metal: str = ""      # examples/embedded board name, if any
+
+
+TARGETS = {
+    "host-gcc-O2": Target("host-gcc-O2", "gcc", ["-O2"], []),
+    "host-gcc-O0": Target("host-gcc-O0", "gcc", ["-O0"], []),
+    "host-clang-O2": Target("host-clang-O2", "clang", ["-O2"], []),
+    "host-asan-ubsan": Target("host-asan-ubsan", "gcc",
+                              ["-O1", "-g", "-fsanitize=address,undefined,float-cast-overflow",
+                               "-fno-sanitize-recover=all"], []),
+    "aarch64": Target("aarch64", "aarch64-linux-gnu-gcc", ["-O2", "-static"], ["qemu-aarch64"],
+                      ["qemu-aarch64"]),
+    "armhf": Target("armhf", "arm-linux-gnueabihf-gcc", ["-O2", "-static"], ["qemu-arm"], ["qemu-arm"]),
+    "cortex-m4f": Target("cortex-m4f", "arm-none-eabi-gcc",
+                         ["-O2", "-mcpu=cortex-m4", "-mthumb", "-mfloat-abi=hard", "-mfpu=fpv4-sp-d16"],
+                         ["qemu-system-arm", "-M", "mps2-an386", "-nographic", "-semihosting",
+                          "-monitor", "none", "-serial", "none", "-kernel"],
+                         ["qemu-system-arm"], "mps2-an386"),
+    "cortex-m0": Target("cortex-m0", "arm-none-eabi-gcc",
+                        ["-O2", "-mcpu=cortex-m0", "-mthumb", "-mfloat-abi=soft"],
+                        ["qemu-system-arm", "-M", "microbit", "-nographic", "-semihosting",
+                         "-monitor", "none", "-serial", "none", "-kernel"],
+                        ["qemu-system-arm"], "microbit"),
+}
+
+
+def target_available(name) -> tuple[bool, str]:
+    t = TARGETS[name]
+    for exe in [t.cc, *t.needs]:
+        if shutil.which(exe) is None:
+            return False, f"{exe} is not installed (.ci/run installs the cross toolchains with apt)"
+    return True, ""
+
+
+def _vectors(X, budgets):
+    row_bits = ", ".join(f"0x{v:08x}u" for v in X.view(np.uint32).ravel()) or "0u"
+    budget_bits = ", ".join(f"0x{v:016x}ull" for v in budgets.view(np.uint64)) or "0ull"
+    return row_bits, budget_bits
+
+
+def build_program(model, X, budgets, target: Target, work_dir) -> str:
+    sources = render(model, "sfm")
+    for name in ("sfm.c", "sfm.h"):
+        with open(os.path.join(work_dir, name), "w") as fh:
+            fh.write(sources[name])
+    row_bits, budget_bits = _vectors(X, budgets)
+    F, K = model.n_features, model.task.n_outputs
+    P = 2 if (model.task.kind == "binary" and model.task.transform == "logistic") else (
+        K if (model.task.kind == "multiclass" and model.task.transform == "softmax") else 0)
+    main = _env.get_template("parity_main.c.j2").render(
+        prefix="sfm", n_rows=len(X), row_bits=row_bits, budget_bits=budget_bits, F=F,
+        F_arr=max(F, 1), K=K, P=P)
+    with open(os.path.join(work_dir, "parity_main.c"), "w") as fh:
+        fh.write(main)
+    exe = os.path.join(work_dir, "parity")
+    cmd = [target.cc, *C_FLAGS, *target.cflags, "-o", exe, os.path.join(work_dir, "parity_main.c"),
+           os.path.join(work_dir, "sfm.c")]
+    if target.bare_metal:
+        board = os.path.join(EMBEDDED, "boards", target.bare_metal)
+        cmd += [os.path.join(EMBEDDED, "startup.c"), "-T", os.path.join(board, "link.ld"),
+                "--specs=rdimon.specs", "-nostartfiles"]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"build for {target.name} failed ({' '.join(cmd)}):\n{r.stderr[-4000:]}")
+    return exe
+
+
+def _parse(lines, model, n_rows):
+    F, K = model.n_features, model.task.n_outputs
+    out = {}
+    for tag in "DL":
+        rows = [ln.split() for ln in lines if ln.startswith(tag + " ")]
+        if len(rows) != n_rows:
+            raise RuntimeError(f"expected {n_rows} '{tag}' lines, got {len(rows)}")
+        P = len(rows[0]) - 1 - K - 5 if rows else 0
+        hex32 = lambda cols: np.array([[int(c, 16) for c in r] for r in cols], np.uint32)
+        scores = hex32([r[1:1 + K] for r in rows]).view(np.float32).reshape(n_rows, K)
+        proba = hex32([r[1 + K:1 + K + P] for r in rows]).view(np.float32).reshape(n_rows, P) if P else None
+        label = hex32([[r[1 + K + P]] for r in rows]).view(np.int32).ravel()
+        cost = np.array([int(r[2 + K + P], 16) for r in rows], np.uint64).view(np.float64)
+        stage = hex32([[r[3 + K + P]] for r in rows]).view(np.int32).ravel().astype(np.int64)
+        used = np.array([[c == "1" for c in r[4 + K + P]] for r in rows], bool).reshape(n_rows, F)
+        fetches = hex32([[r[5 + K + P]] for r in rows]).view(np.int32).ravel().astype(np.int64)
+        task = model.task
+        output = (scores[:, 0].copy() if K == 1 else scores) if task.kind == "regression" else \
+            np.asarray(task.classes)[label]
+        out[tag] = (Prediction(output=output, scores=scores, proba=proba, cost=cost, stage=stage,
+                               features_used=used), fetches)
+    return out["D"], out["L"]
+
+
+def run_on_target(model, X, budgets=None, target="aarch64", timeout=120):
+    """(dense Prediction, (lazy Prediction, fetch counts)) from ``target``."""
+    t = TARGETS[target]
+    ok, why = target_available(target)
+    if not ok:
+        raise RuntimeError(why)
+    X = as_features(X, model.n_features)
+    b = as_budget(budgets, len(X))
+    with tempfile.TemporaryDirectory() as work:
+        exe = build_program(model, X, b, t, work)
+        r = subprocess.run([*t.run, exe], capture_output=True, text=True, timeout=timeout)
+        if r.returncode != 0 or "END" not in r.stdout:
+            raise RuntimeError(f"{target} run failed (rc {r.returncode}):\n{r.stdout[-1000:]}{r.stderr[-2000:]}")
+        (dense, _), (lazy, fetches) = _parse(r.stdout.splitlines(), model, len(X))
+    return dense, (lazy, fetches)
+
+
+def run_fuzzer(model, seconds=20, work_dir=None) -> tuple[bool, str]:
+    """Build the libFuzzer harness (clang, ASan + UBSan) and run it for a
+    bounded time.  Returns (clean, log tail)."""
+    if shutil.which("clang") is None:
+        raise RuntimeError("clang is not installed")
+    own = work_dir is None
+    work_dir = work_dir or tempfile.mkdtemp()
+    try:
+        sources = render(model, "sfm")
+        for name in ("sfm.c", "sfm.h"):
+            with open(os.path.join(work_dir, name), "w") as fh:
+                fh.write(sources[name])
+        F = model.n_features
+        with open(os.path.join(work_dir, "fuzz_main.c"), "w") as fh:
+            fh.write(_env.get_template("fuzz_main.c.j2").render(prefix="sfm", F=F, F_arr=max(F, 1)))
+        exe = os.path.join(work_dir, "fuzz")
+        cmd = ["clang", *C_FLAGS, "-O1", "-g", "-fsanitize=fuzzer,address,undefined,float-cast-overflow",
+               "-fno-sanitize-recover=all", "-o", exe, os.path.join(work_dir, "fuzz_main.c"),
+               os.path.join(work_dir, "sfm.c")]
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        if r.returncode != 0:
+            raise RuntimeError(f"fuzzer build failed: {r.stderr[-3000:]}")
+        r = subprocess.run([exe, f"-max_total_time={seconds}", "-seed=1", "-print_final_stats=0"],
+                           capture_output=True, text=True, cwd=work_dir, timeout=seconds + 60)
+        return r.returncode == 0, (r.stdout + r.stderr)[-3000:]
+    finally:
+        if own:
+            shutil.rmtree(work_dir, ignore_errors=True)

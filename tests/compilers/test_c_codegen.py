@@ -1,0 +1,76 @@
+import os
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+from skinflint import ir
+from skinflint.compilers.c import C_FLAGS, STRICT_WARNINGS, compile_c
+from skinflint.ir.random_model import random_model
+from skinflint.runtimes.reference import predict
+from tests.conftest import example_paths, load_example
+
+COMPILERS = [cc for cc in ("gcc", "clang") if shutil.which(cc)]
+
+
+def _models():
+    return [ir.load(p) for p in example_paths()] + [random_model(s) for s in range(8)]
+
+
+@pytest.mark.parametrize("cc", COMPILERS)
+def test_generated_c_compiles_cleanly_under_strict_warnings(cc, tmp_path):
+    for i, m in enumerate(_models()):
+        out = tmp_path / str(i)
+        compile_c(m, out)
+        r = subprocess.run([cc, *C_FLAGS, *STRICT_WARNINGS, "-O2", "-c", "-o", str(out / "model.o"),
+                            str(out / "model.c")], capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+
+
+def test_fast_math_is_refused(tmp_path):
+    compile_c(load_example("kernel_rbf"), tmp_path)
+    r = subprocess.run(["gcc", *C_FLAGS, "-ffast-math", "-c", "-o", str(tmp_path / "m.o"),
+                        str(tmp_path / "model.c")], capture_output=True, text=True)
+    assert r.returncode != 0 and "fast-math" in r.stderr
+
+
+def test_header_documents_features_costs_and_hash(tmp_path):
+    m = load_example("groups")
+    paths = compile_c(m, tmp_path, prefix="spam")
+    assert sorted(paths) == ["Makefile", "main.c", "spam.c", "spam.h"]
+    h = open(paths["spam.h"]).read()
+    assert m.hash()[:16] in h
+    for f in m.features:
+        assert f.name in h
+    assert "tokens  cost 20" in h
+    assert "spam_predict_lazy(spam_feature_fn fetch" in h.replace("\n", " ").replace("  ", " ")
+    src = open(paths["spam.c"]).read()
+    assert "malloc" not in src
+    assert "0x1.0000000000000p-1f" in src  # constants are hex floats (0.5)
+
+
+def test_generated_makefile_and_example_main_run(tmp_path):
+    m = load_example("trees")
+    compile_c(m, tmp_path)
+    r = subprocess.run(["make", "-s", "-C", str(tmp_path)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    rows = "0,-1,0\n1,5,2\n,,\n"
+    r = subprocess.run([str(tmp_path / "model_demo"), "5.5"], input=rows, capture_output=True, text=True)
+    lines = r.stdout.strip().splitlines()
+    assert lines[0] == "row,value,cost,stage,lazy_cost,fetches"
+    X = np.array([[0, -1, 0], [1, 5, 2], [np.nan] * 3], np.float32)
+    ref = predict(m, X, 5.5)
+    for i, line in enumerate(lines[1:]):
+        row, value, cost, stage, lazy_cost, fetches = line.split(",")
+        assert np.float32(float(value)) == ref.scores[i, 0]
+        assert float(cost) == ref.cost[i] == float(lazy_cost)
+        assert int(stage) == ref.stage[i]
+        assert int(fetches) == ref.features_used[i].sum()
+
+
+def test_bad_prefix_and_precision_are_rejected(tmp_path):
+    with pytest.raises(ValueError, match="C identifier"):
+        compile_c(load_example("trees"), tmp_path, prefix="my-model")
+    with pytest.raises(ValueError, match="precision"):
+        compile_c(load_example("trees"), tmp_path, precision="float64")
