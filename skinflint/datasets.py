@@ -125,6 +125,22 @@ def make_noisy_circle(n=600, seed=0, radius=3.0, noise=0.35) -> Dataset:
                    description="CVM noisy circle (thesis §4.5)")
 
 
+def make_cheap_vs_exact(n=4000, noise=0.01, seed=0) -> Dataset:
+    """Binary y = [s > 0] for a latent s ~ N(0, 1).  Three expensive features
+    (cost 20) are exact transforms of s; three cheap ones (cost 1) are s plus
+    N(0, noise^2).  Both carry the same signal: a cost-aware learner should
+    match the accuracy of a cost-blind one from the cheap features alone."""
+    rng = np.random.default_rng(seed)
+    s = rng.normal(size=n)
+    exact = np.stack([s, 2 * s + 1, s ** 3], 1)
+    cheap = s[:, None] + noise * rng.normal(size=(n, 3))
+    X = np.concatenate([exact, cheap], 1).astype(np.float32)
+    return Dataset(X, (s > 0).astype(np.int64),
+                   ["exact_a", "exact_b", "exact_c", "cheap_a", "cheap_b", "cheap_c"],
+                   np.array([20.0, 20, 20, 1, 1, 1]),
+                   description="same signal in cheap noisy and expensive exact features")
+
+
 # ---------------------------------------------------------------- real data
 
 BREAST_CANCER_MEASUREMENTS = {

@@ -17,7 +17,10 @@ from .binning import MISSING_BIN
 
 @njit(cache=True)
 def _score(G, H, l2):
-    return G * G / (H + l2)
+    # H + l2 is 0 only when every row has zero hessian (e.g. all beyond the
+    # squared-hinge margin), and then G is 0 too: no loss to reduce
+    d = H + l2
+    return G * G / d if d > 0 else 0.0
 
 
 @njit(cache=True, parallel=True)
