@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .histogram import build_histograms
+from .histogram import build_histograms, subtract
 from .predictor import partition
 from .splitting import best_splits
 
@@ -40,9 +40,10 @@ class Tree:
                 np.array(self.missing_left, np.bool_), np.asarray(leaf_values, np.float64))
 
 
-def _sums(hist, active):
-    f = int(np.flatnonzero(active)[0])
-    return hist[f, :, 0].sum(), hist[f, :, 1].sum(), hist[f, :, 2].sum()
+def _sums(hist, f):
+    """(G, H, N) of a node from any one active feature's histograms."""
+    hg, hh, hc = hist
+    return hg[f].sum(), hh[f].sum(), float(hc[f].sum())
 
 
 def grow(binned, n_bins, rows, g, h, *, max_depth, min_samples_leaf, l2, penalty, active,
@@ -50,8 +51,9 @@ def grow(binned, n_bins, rows, g, h, *, max_depth, min_samples_leaf, l2, penalty
     """One tree.  ``penalty[f]`` is subtracted from every split's gain on f;
     ``on_split(f)`` may return a new penalty vector (immediate refunds)."""
     tree = Tree()
+    f0 = int(np.flatnonzero(active)[0])
     hist = build_histograms(binned, rows, g, h, active)
-    tree.sums.append(_sums(hist, active))
+    tree.sums.append(_sums(hist, f0))
     frontier = [(0, rows, hist)]
     for _ in range(max_depth):
         nxt = []
@@ -59,7 +61,7 @@ def grow(binned, n_bins, rows, g, h, *, max_depth, min_samples_leaf, l2, penalty
             G, H, N = tree.sums[nid]
             if N < 2 * min_samples_leaf:
                 continue
-            gains, bins, mleft = best_splits(node_hist, n_bins, G, H, N, l2, min_samples_leaf,
+            gains, bins, mleft = best_splits(*node_hist, n_bins, G, H, N, l2, min_samples_leaf,
                                              penalty, active)
             f = int(np.argmax(gains))
             if not gains[f] > 1e-12:
@@ -67,11 +69,11 @@ def grow(binned, n_bins, rows, g, h, *, max_depth, min_samples_leaf, l2, penalty
             lrows, rrows = partition(binned, node_rows, f, bins[f], mleft[f])
             small_is_left = lrows.shape[0] <= rrows.shape[0]
             h_small = build_histograms(binned, lrows if small_is_left else rrows, g, h, active)
-            h_large = node_hist - h_small  # the subtraction trick
+            h_large = subtract(node_hist, h_small)
             hl, hr = (h_small, h_large) if small_is_left else (h_large, h_small)
             lid, rid = tree.add_children(nid, f, int(bins[f]), bool(mleft[f]))
-            tree.sums.append(_sums(hl, active))
-            tree.sums.append(_sums(hr, active))
+            tree.sums.append(_sums(hl, f0))
+            tree.sums.append(_sums(hr, f0))
             tree.split_gain.append((f, float(gains[f] + penalty[f])))
             if on_split is not None:
                 new = on_split(f)

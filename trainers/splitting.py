@@ -24,9 +24,9 @@ def _score(G, H, l2):
 
 
 @njit(cache=True, parallel=True)
-def best_splits(hist, n_bins, G, H, N, l2, min_samples_leaf, penalty, active):
+def best_splits(hg, hh, hc, n_bins, G, H, N, l2, min_samples_leaf, penalty, active):
     """Per feature: (gain, bin, missing_left); gain -inf when no valid split."""
-    F = hist.shape[0]
+    F = hg.shape[0]
     gain = np.full(F, -np.inf)
     bins = np.zeros(F, np.int64)
     mleft = np.zeros(F, np.bool_)
@@ -34,13 +34,13 @@ def best_splits(hist, n_bins, G, H, N, l2, min_samples_leaf, penalty, active):
     for f in prange(F):
         if not active[f]:
             continue
-        gm, hm, nm = hist[f, MISSING_BIN, 0], hist[f, MISSING_BIN, 1], hist[f, MISSING_BIN, 2]
+        gm, hm, nm = hg[f, MISSING_BIN], hh[f, MISSING_BIN], float(hc[f, MISSING_BIN])
         gl, hl, nl = 0.0, 0.0, 0.0
         best, bb, bm = -np.inf, 0, True
         for b in range(n_bins[f] - 1):
-            gl += hist[f, b, 0]
-            hl += hist[f, b, 1]
-            nl += hist[f, b, 2]
+            gl += hg[f, b]
+            hl += hh[f, b]
+            nl += hc[f, b]
             # missing values right, then left
             for miss_left in (False, True):
                 GL = gl + gm if miss_left else gl
