@@ -36,8 +36,8 @@ MAX_POLY_DEGREE = 16
 INPUT_FEATURE, INPUT_TREE, INPUT_NODE = 0, 1, 2
 INPUT_KINDS = {"feature": INPUT_FEATURE, "tree": INPUT_TREE, "node": INPUT_NODE}
 
-EXIT_NONE, EXIT_LE, EXIT_GE = 0, 1, 2
-EXIT_RULES = {"none": EXIT_NONE, "le": EXIT_LE, "ge": EXIT_GE}
+EXIT_NONE, EXIT_LE, EXIT_GE, EXIT_ABS_GE = 0, 1, 2, 3
+EXIT_RULES = {"none": EXIT_NONE, "le": EXIT_LE, "ge": EXIT_GE, "abs_ge": EXIT_ABS_GE}
 
 KERNEL_LINEAR, KERNEL_RBF, KERNEL_POLY = 0, 1, 2
 KERNELS = {"linear": KERNEL_LINEAR, "rbf": KERNEL_RBF, "poly": KERNEL_POLY}
@@ -324,7 +324,8 @@ class KernelNode:
 @dataclass(frozen=True, eq=False)
 class CascadeNode:
     """Stages in order; stage s exits when ``margin[output[s]] <= threshold[s]``
-    (rule ``le``) or ``>= threshold[s]`` (rule ``ge``); the last always exits.
+    (rule ``le``), ``>= threshold[s]`` (``ge``), or when ``margin >= t`` or
+    ``margin <= -t`` (``abs_ge``: confident either way); the last always exits.
     The output is the exit stage's margin."""
     scorer: np.ndarray
     exit_rule: np.ndarray

@@ -109,8 +109,8 @@ def random_model(seed, kinds=ALL_KINDS, n_features=None):
         out = scorer(top)
     elif top == "cascade":
         stages = [scorer() for _ in range(int(rng.integers(1, 4)))]
-        rules = ["le", "ge", "none"]
-        pool.append(("cascade", cascade([(s, rules[rng.integers(3)], float(_value(rng)), int(rng.integers(K)))
+        rules = ["le", "ge", "abs_ge", "none"]
+        pool.append(("cascade", cascade([(s, rules[rng.integers(4)], float(_value(rng)), int(rng.integers(K)))
                                          for s in stages])))
         out = len(pool) - 1
     elif top == "anytime":

@@ -22,7 +22,7 @@ KIND_TREES, KIND_LINEAR, KIND_KERNEL = 0, 1, 2
 KIND_CASCADE, KIND_ANYTIME, KIND_CTREE = 3, 4, 5
 TERM_FEATURE, TERM_TREE, TERM_NODE = 0, 1, 2
 KERNEL_LINEAR, KERNEL_RBF, KERNEL_POLY = 0, 1, 2
-EXIT_LE, EXIT_GE = 1, 2
+EXIT_LE, EXIT_GE, EXIT_ABS_GE = 1, 2, 3
 ZERO = np.float32(0.0)
 ONE = np.float32(1.0)
 
@@ -224,8 +224,9 @@ def _row(T, X, row, tag, budget, fstamp, gstamp, tstamp, tleaf, nstamp, accbuf, 
                 break
             if T.top_kind == KIND_CASCADE:
                 r = T.ctl_rule[i]
-                if (r == EXIT_LE and margin <= T.ctl_threshold[i]) or (
-                        r == EXIT_GE and margin >= T.ctl_threshold[i]):
+                t = T.ctl_threshold[i]
+                if (r == EXIT_LE and margin <= t) or (r == EXIT_GE and margin >= t) or (
+                        r == EXIT_ABS_GE and (margin >= t or margin <= -t)):
                     break
             i += 1
     if last < 0:

@@ -53,7 +53,8 @@ class _GreedyMiserBase(ParamsMixin):
     def __init__(self, *, loss=None, n_estimators=100, learning_rate=0.1, max_depth=4,
                  min_samples_leaf=20, l2_regularization=0.0, leaf_values="newton", subsample=1.0,
                  max_bins=255, cost_tradeoff=0.0, refund="tree", feature_costs=None,
-                 feature_groups=None, group_costs=None, feature_names=None, tree_eval_cost=0.0,
+                 feature_groups=None, group_costs=None, feature_names=None, group_names=None,
+                 tree_eval_cost=0.0,
                  max_feature_cost=None, early_stopping=False, validation_fraction=0.1,
                  n_iter_no_change=10, random_state=None, verbose=1):
         self.loss = loss
@@ -71,6 +72,7 @@ class _GreedyMiserBase(ParamsMixin):
         self.feature_groups = feature_groups
         self.group_costs = group_costs
         self.feature_names = feature_names
+        self.group_names = group_names
         self.tree_eval_cost = tree_eval_cost
         self.max_feature_cost = max_feature_cost
         self.early_stopping = early_stopping
@@ -250,7 +252,10 @@ class _GreedyMiserBase(ParamsMixin):
                           value=np.zeros((1, K), np.float32))]
         bank = ir.concat_trees(trees, tree_cost=np.full(len(trees), float(self.tree_eval_cost)),
                                base_score=self.base_score_, name="ensemble")
-        groups = [ir.Group(f"group{i}", float(c)) for i, c in enumerate(self._gcosts)]
+        gnames = self.group_names if self.group_names is not None else [f"group{i}" for i in range(len(self._gcosts))]
+        if len(gnames) != len(self._gcosts):
+            raise ValueError(f"group_names: {len(gnames)} names for {len(self._gcosts)} groups")
+        groups = [ir.Group(str(n), float(c)) for n, c in zip(gnames, self._gcosts)]
         feats = ir.features_from_costs(self._costs, names=self._names, groups=self._groups)
         params = {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in self.get_params().items()}
         meta = {"trainer": type(self).__name__, "params": params,
