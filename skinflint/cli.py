@@ -30,6 +30,66 @@ def _load_rows(path, n_features):
     return M.astype(np.float32)
 
 
+TRAINERS = ("greedy-miser", "gbrt", "early-exit")
+
+
+def _load_training(path, fmt, costs):
+    from .datasets import load_csv, load_svmlight
+    fmt = fmt or ("svmlight" if path.endswith((".svm", ".svmlight", ".libsvm", ".txt")) else "csv")
+    try:
+        return load_csv(path, costs=costs) if fmt == "csv" else load_svmlight(path, costs=costs)
+    except FileNotFoundError as e:
+        raise CLIError(f"{e.filename or path}: no such file") from None
+
+
+def cmd_train(args):
+    from . import ir
+    from .trainers import EarlyExitClassifier, GreedyMiserClassifier, GreedyMiserRegressor
+    ds = _load_training(args.data, args.format, args.costs)
+    task = args.task or ("classification" if ds.y.dtype.kind in "iu" and len(np.unique(ds.y)) <= 50
+                         else "regression")
+    params = dict(n_estimators=args.trees, max_depth=args.depth, learning_rate=args.learning_rate,
+                  cost_tradeoff=0.0 if args.trainer == "gbrt" else args.cost_tradeoff,
+                  feature_costs=ds.feature_costs, feature_groups=ds.feature_groups,
+                  group_costs=ds.group_costs, feature_names=ds.feature_names,
+                  group_names=ds.group_names, random_state=args.seed, verbose=1)
+    if args.trainer == "early-exit":
+        if task != "classification":
+            raise CLIError("early-exit needs a classification task")
+        est = EarlyExitClassifier(threshold=args.exit_threshold, **params)
+    else:
+        est = (GreedyMiserClassifier if task == "classification" else GreedyMiserRegressor)(**params)
+    eval_set = None
+    if args.valid:
+        v = _load_training(args.valid, args.format, args.costs)
+        eval_set = (v.X, v.y)
+    est.fit(ds.X, ds.y, eval_set=eval_set)
+    model = est.to_ir()
+    ir.save(model, args.output)
+    print(f"trained {args.trainer} ({task}): {est.n_estimators_} rounds, static cost "
+          f"{model.static_cost():g}, training score {est.score(ds.X, ds.y):.4f}")
+    print(f"wrote {args.output}")
+
+
+def cmd_plot(args):
+    from .plot import plot_cost_accuracy, plot_feature_costs
+    if args.kind == "costs":
+        if not args.model or not args.data:
+            raise CLIError("plot costs needs MODEL and --data")
+        m = _load_model(args.model)
+        print(plot_feature_costs(m, _load_rows(args.data, m.n_features), args.output))
+        return
+    from .trainers import cost_accuracy_curve
+    ds = _load_training(args.data, args.format, args.costs)
+    train, test = ds.split(0.3, seed=0)
+    train, val = train.split(0.25, seed=1)
+    lambdas = [float(v) for v in args.lambdas.split(",")]
+    rows = cost_accuracy_curve(train.X, train.y, val.X, val.y, test.X, test.y, lambdas=lambdas,
+                               n_estimators=args.trees, feature_costs=ds.feature_costs,
+                               feature_groups=ds.feature_groups, group_costs=ds.group_costs)
+    print(plot_cost_accuracy({"Greedy Miser": rows}, args.output))
+
+
 def cmd_inspect(args):
     m = _load_model(args.model)
     print(m.inspect())
@@ -94,6 +154,38 @@ def build_parser():
     s.add_argument("--data", required=True, help="CSV of feature rows (a trailing label column is ignored)")
     s.add_argument("--budget", type=float, default=None, help="per-row cost budget")
     s.set_defaults(func=cmd_predict)
+    s = sub.add_parser("train", help="train a cost-sensitive model from CSV/svmlight and a cost file",
+                       description="Train Greedy Miser (or plain GBRT, or Early Exit) and write the "
+                                   "model as JSON. Costs come from a CSV 'name,cost,group' (rows named "
+                                   "'group:G' give group costs); without one every feature costs 1.")
+    s.add_argument("--data", required=True, help="training rows, label in the last column (CSV) or svmlight")
+    s.add_argument("--format", choices=["csv", "svmlight"], help="default: by file extension")
+    s.add_argument("--costs", help="feature-cost CSV (name,cost,group)")
+    s.add_argument("--trainer", choices=TRAINERS, default="greedy-miser")
+    s.add_argument("--task", choices=["classification", "regression"], help="default: from the labels")
+    s.add_argument("--lambda", dest="cost_tradeoff", type=float, default=1e-3,
+                   help="cost trade-off: mean per-row loss reduction one unit of cost must buy")
+    s.add_argument("--trees", type=int, default=100, help="boosting rounds")
+    s.add_argument("--depth", type=int, default=4, help="tree depth (level-wise)")
+    s.add_argument("--learning-rate", type=float, default=0.1)
+    s.add_argument("--exit-threshold", type=float, default=2.0, help="early-exit margin s")
+    s.add_argument("--valid", help="validation rows for early stopping")
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("-o", "--output", required=True, help="model JSON to write")
+    s.set_defaults(func=cmd_train)
+    s = sub.add_parser("plot", help="PNG plots: per-feature cost breakdown, or a cost/accuracy curve",
+                       description="'plot costs MODEL --data X.csv -o out.png': where a model's cost goes. "
+                                   "'plot curve --data train.csv --costs c.csv -o out.png': trains a "
+                                   "lambda sweep and draws accuracy against mean cost per row.")
+    s.add_argument("kind", choices=["costs", "curve"])
+    s.add_argument("model", nargs="?")
+    s.add_argument("--data", required=True)
+    s.add_argument("--format", choices=["csv", "svmlight"])
+    s.add_argument("--costs")
+    s.add_argument("--lambdas", default="0,3e-4,1e-3,3e-3")
+    s.add_argument("--trees", type=int, default=100)
+    s.add_argument("-o", "--output", required=True)
+    s.set_defaults(func=cmd_plot)
     s = sub.add_parser("compile", help="compile a model to C (or ONNX)",
                        description="Write the model as standalone C99 sources (model.c/.h, an "
                                    "example main.c and a Makefile) or as an ONNX graph.")

@@ -42,5 +42,60 @@ def test_wrong_columns_is_one_line(tmp_path, capsys):
 def test_console_script_help():
     r = subprocess.run([sys.executable, "-m", "skinflint", "--help"], capture_output=True, text=True)
     assert r.returncode == 0
-    for cmd in ("inspect", "predict", "demo"):
+    for cmd in ("train", "compile", "verify", "inspect", "plot", "predict", "demo"):
         assert cmd in r.stdout
+
+
+def _write_training_files(tmp_path):
+    from skinflint.datasets import load_breast_cancer
+    import numpy as np
+    d = load_breast_cancer()
+    names = [n.replace(" ", "_") for n in d.feature_names]
+    data = tmp_path / "bc.csv"
+    np.savetxt(data, np.c_[d.X, d.y], delimiter=",", header=",".join(names + ["label"]), comments="",
+               fmt="%.9g")
+    costs = tmp_path / "costs.csv"
+    lines = ["name,cost,group"]
+    lines += [f"{n},{c},{d.group_names[g].replace(' ', '_')}" for n, c, g in
+              zip(names, d.feature_costs, d.feature_groups)]
+    lines += [f"group:{n.replace(' ', '_')},{c}," for n, c in zip(d.group_names, d.group_costs)]
+    costs.write_text("\n".join(lines) + "\n")
+    return data, costs
+
+
+def test_train_compile_verify_plot_round_trip(tmp_path, capsys):
+    data, costs = _write_training_files(tmp_path)
+    model = tmp_path / "m.json"
+    assert main(["train", "--data", str(data), "--costs", str(costs), "--lambda", "0.003",
+                 "--trees", "30", "-o", str(model)]) == 0
+    assert "static cost" in capsys.readouterr().out
+    assert main(["compile", str(model), "--target", "c", "-o", str(tmp_path / "c")]) == 0
+    assert (tmp_path / "c" / "model.c").exists()
+    assert main(["verify", str(model), "--data", str(data), "--json", str(tmp_path / "r.json")]) == 0
+    import json
+    assert json.loads((tmp_path / "r.json").read_text())["ok"] is True
+    assert main(["plot", "costs", str(model), "--data", str(data), "-o", str(tmp_path / "p.png")]) == 0
+    assert (tmp_path / "p.png").exists()
+
+
+def test_cost_file_that_does_not_match_the_data(tmp_path, capsys):
+    data, _ = _write_training_files(tmp_path)
+    bad = tmp_path / "bad.csv"
+    bad.write_text("name,cost,group\nfoo,1,\n")
+    assert main(["train", "--data", str(data), "--costs", str(bad), "-o", str(tmp_path / "m.json")]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "cost file lists 1 features but the data have 30 columns" in err[0]
+
+
+def test_unknown_target_is_one_line(capsys):
+    assert main(["compile", f"{EXAMPLES}/trees.json", "--target", "wasm", "-o", "x"]) == 1
+    assert capsys.readouterr().err.strip() == "skinflint: error: unknown target 'wasm'; expected c or onnx"
+
+
+def test_demo_quick_runs_end_to_end(tmp_path, capsys):
+    assert main(["demo", "--quick", "--out", str(tmp_path / "demo")]) == 0
+    out = capsys.readouterr().out
+    assert "parity OK" in out
+    assert "c-lazy" in out and "MISMATCH" not in out
+    assert (tmp_path / "demo" / "model.json").exists()
+    assert (tmp_path / "demo" / "c" / "spam.c").exists() or (tmp_path / "demo" / "c" / "model.c").exists()
