@@ -1,0 +1,159 @@
+"""Prediction speed, build time and code size of generated C, against
+tl2cgen-generated C for the same trees, in one run.
+
+    python benchmarks/bench_predict.py [--rows 20000]
+
+The trees come from LightGBM (depth 6, 63 leaves); they are converted to
+the skinflint IR (thresholds rounded down to float32, which is exact for
+float32 inputs) and to tl2cgen through treelite.  One C harness times both
+per row, so no FFI overhead is measured.  Also reported: codegen + compile
+time at 100 and 1000 trees, Cortex-M4 object size and flash bytes per tree
+node, and the Python-level reference (numba) throughput.
+Needs: lightgbm, treelite, tl2cgen (pip), gcc; arm-none-eabi-gcc for sizes.
+"""
+import argparse
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+
+import numpy as np
+
+HARNESS = r"""
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include "sfm.h"
+union Entry { int missing; double fvalue; int qvalue; };
+void predict(union Entry* data, int pred_margin, double* result);
+static double now(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec + 1e-9 * t.tv_nsec; }
+typedef struct { const float *row; } src;
+static float fetch(void *ctx, int32_t j) { return ((src *)ctx)->row[j]; }
+int main(int argc, char **argv) {
+    long n = atol(argv[2]), F = SFM_N_FEATURES, i, j, reps = atol(argv[3]), r;
+    float *X = malloc(sizeof(float) * n * F);
+    union Entry *e = malloc(sizeof(union Entry) * F);
+    FILE *fh = fopen(argv[1], "rb");
+    if (fread(X, sizeof(float), n * F, fh) != (size_t)(n * F)) return 1;
+    fclose(fh);
+    sfm_result res; sfm_workspace ws; src s; double t0, chk = 0, out[1];
+    t0 = now();
+    for (r = 0; r < reps; ++r) for (i = 0; i < n; ++i) { sfm_predict(X + i * F, &res); chk += res.scores[0]; }
+    printf("dense %.3f\n", (now() - t0) / (n * reps) * 1e9);
+    t0 = now();
+    for (r = 0; r < reps; ++r) for (i = 0; i < n; ++i) { s.row = X + i * F; sfm_predict_lazy(fetch, &s, 1e300, &ws, &res); chk += res.scores[0]; }
+    printf("lazy %.3f\n", (now() - t0) / (n * reps) * 1e9);
+    t0 = now();
+    for (r = 0; r < reps; ++r) for (i = 0; i < n; ++i) {
+        for (j = 0; j < F; ++j) e[j].fvalue = X[i * F + j];
+        predict(e, 1, out); chk += out[0];
+    }
+    printf("tl2cgen %.3f\n", (now() - t0) / (n * reps) * 1e9);
+    fprintf(stderr, "checksum %g\n", chk);
+    return 0;
+}
+"""
+
+
+def lightgbm_to_ir(booster, n_features):
+    """LightGBM trees as an IR bank (no NaN handling: the benchmark has none)."""
+    from skinflint import ir
+    trees = []
+    for info in booster.dump_model()["tree_info"]:
+        feat, thr, left, right, val, ml = [], [], [], [], [], []
+
+        def visit(node):
+            k = len(feat)
+            feat.append(-1), thr.append(0.0), left.append(-1), right.append(-1), val.append(0.0), ml.append(True)
+            if "leaf_value" in node:
+                val[k] = node["leaf_value"]
+                return k
+            t = float(node["threshold"])
+            t32 = np.float32(t)
+            if float(t32) > t:  # largest float32 <= t: exact for float32 x
+                t32 = np.nextafter(t32, np.float32(-np.inf))
+            feat[k], thr[k], ml[k] = node["split_feature"], float(t32), bool(node["default_left"])
+            left[k] = visit(node["left_child"])
+            right[k] = visit(node["right_child"])
+            return k
+        visit(info["tree_structure"])
+        trees.append(dict(feature=feat, threshold=thr, left=left, right=right, value=val, missing_left=ml))
+    bank = ir.concat_trees(trees)
+    return ir.model(ir.features_from_costs(np.ones(n_features)), [bank], 0, task=ir.binary_task())
+
+
+def timed(fn):
+    t = time.perf_counter()
+    out = fn()
+    return out, time.perf_counter() - t
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rows", type=int, default=20_000)
+    ap.add_argument("--features", type=int, default=50)
+    args = ap.parse_args()
+    import lightgbm as lgb
+    import tl2cgen
+    import treelite
+    from skinflint.compilers.c import C_FLAGS, compile_c
+    from skinflint.runtimes.c import CRuntime
+    from skinflint.runtimes.reference import ReferenceRuntime
+    rng = np.random.default_rng(0)
+    F = args.features
+    X = rng.normal(size=(args.rows, F)).astype(np.float32)
+    y = (X[:, :5].sum(1) + np.sin(3 * X[:, 5]) > 0).astype(int)
+    arm = shutil.which("arm-none-eabi-gcc")
+    print(f"{args.rows} rows x {F} features, depth-6 trees; times per row in ns (lower is better)")
+    for T in (100, 1000):
+        booster = lgb.LGBMClassifier(n_estimators=T, max_depth=6, num_leaves=63, learning_rate=0.05,
+                                     verbose=-1).fit(X, y).booster_
+        model = lightgbm_to_ir(booster, F)
+        n_nodes = model.nodes[0].feature.shape[0]
+        lg = booster.predict(X, raw_score=True)
+        ours = ReferenceRuntime(model).predict(X).scores[:, 0]
+        agree = np.max(np.abs(lg - ours))
+        with tempfile.TemporaryDirectory() as work:
+            _, t_gen = timed(lambda: compile_c(model, work, prefix="sfm"))
+            _, t_cc = timed(lambda: subprocess.run(["gcc", *C_FLAGS, "-O2", "-c", "-o", f"{work}/sfm.o",
+                                                    f"{work}/sfm.c"], check=True))
+            tl = treelite.frontend.from_lightgbm(booster)
+            _, t_tlgen = timed(lambda: tl2cgen.generate_c_code(tl, f"{work}/tl", params={}))
+            _, t_tlcc = timed(lambda: subprocess.run(["gcc", "-O2", "-c", "-o", f"{work}/tl.o",
+                                                      f"{work}/tl/main.c"], check=True))
+            with open(f"{work}/h.c", "w") as fh:
+                fh.write(HARNESS)
+            subprocess.run(["gcc", "-O2", "-o", f"{work}/bench", f"{work}/h.c", f"{work}/sfm.o",
+                            f"{work}/tl.o", "-lm", f"-I{work}"], check=True)
+            X.tofile(f"{work}/X.bin")
+            reps = 5 if T == 100 else 1
+            out = subprocess.run([f"{work}/bench", f"{work}/X.bin", str(args.rows), str(reps)],
+                                 capture_output=True, text=True, check=True).stdout
+            ns = dict(line.split() for line in out.strip().splitlines())
+            sizes = ""
+            if arm:
+                flags = ["-Os", "-mcpu=cortex-m4", "-mthumb", "-mfloat-abi=hard", "-mfpu=fpv4-sp-d16"]
+                subprocess.run([arm, *C_FLAGS, *flags, "-c", "-o", f"{work}/m4.o", f"{work}/sfm.c"], check=True)
+                sz = subprocess.run(["arm-none-eabi-size", f"{work}/m4.o"], capture_output=True,
+                                    text=True).stdout.splitlines()[1].split()
+                flash = int(sz[0]) + int(sz[1])
+                sizes = f"Cortex-M4 -Os: {flash} bytes flash, {flash / n_nodes:.1f} bytes per tree node"
+        rt = CRuntime(model)
+        _, t_batch = timed(lambda: rt.predict(X))
+        ref = ReferenceRuntime(model)
+        _, t_ref = timed(lambda: ref.predict(X))
+        print(f"\n{T} trees ({n_nodes} nodes); |LightGBM - skinflint| max {agree:.2e} (float32 leaves)")
+        print(f"  C per row: dense {float(ns['dense']):.0f}, on-demand {float(ns['lazy']):.0f}, "
+              f"tl2cgen {float(ns['tl2cgen']):.0f}  -> dense / tl2cgen = "
+              f"{float(ns['dense']) / float(ns['tl2cgen']):.2f}x")
+        print(f"  codegen + compile (gcc -O2): skinflint {t_gen:.2f} + {t_cc:.2f} = {t_gen + t_cc:.2f} s; "
+              f"tl2cgen {t_tlgen:.2f} + {t_tlcc:.2f} = {t_tlgen + t_tlcc:.2f} s")
+        print(f"  batch through Python: C (ctypes) {args.rows / t_batch:,.0f} rows/s; "
+              f"reference (numba) {args.rows / t_ref:,.0f} rows/s")
+        if sizes:
+            print(f"  {sizes}")
+
+
+if __name__ == "__main__":
+    main()
