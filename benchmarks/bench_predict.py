@@ -20,6 +20,8 @@ import time
 
 import numpy as np
 
+from common import timed  # benchmarks/common.py, beside this script
+
 HARNESS = r"""
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,12 +83,6 @@ def lightgbm_to_ir(booster, n_features):
         trees.append(dict(feature=feat, threshold=thr, left=left, right=right, value=val, missing_left=ml))
     bank = ir.concat_trees(trees)
     return ir.model(ir.features_from_costs(np.ones(n_features)), [bank], 0, task=ir.binary_task())
-
-
-def timed(fn):
-    t = time.perf_counter()
-    out = fn()
-    return out, time.perf_counter() - t
 
 
 def main():

@@ -14,6 +14,8 @@ import time
 
 import numpy as np
 
+from common import timed  # benchmarks/common.py, beside this script
+
 
 def make_data(n, f, seed=0):
     rng = np.random.default_rng(seed)
@@ -23,12 +25,6 @@ def make_data(n, f, seed=0):
     y = (logit + rng.logistic(size=n) > 0).astype(np.int64)
     costs = np.round(rng.uniform(1, 20, size=f))
     return X, y, costs
-
-
-def timed(fn):
-    t = time.perf_counter()
-    out = fn()
-    return out, time.perf_counter() - t
 
 
 def main():
