@@ -9,7 +9,8 @@ from collections import namedtuple
 import numpy as np
 
 from ..ir.lowering import Tables, lower
-from ._vm import evaluate
+from ..ir.lowering import KIND_TREES
+from ._vm import _evaluate_bank as evaluate_bank, evaluate
 from .prediction import Prediction, as_budget, as_features, canonical_nan, finish
 
 _FIELDS = [f for f in Tables.__dataclass_fields__]
@@ -37,7 +38,8 @@ class ReferenceRuntime:
         stage = np.zeros(N, np.int64)
         used = np.zeros((N, m.n_features), np.bool_)
         if N:
-            evaluate(self._tables, X, b, scores, cost, stage, used)
+            run = evaluate_bank if self._tables.top_kind == KIND_TREES else evaluate
+            run(self._tables, X, b, scores, cost, stage, used)
         scores = canonical_nan(scores)
         output, proba = finish(m.task, scores)
         return Prediction(output=output, scores=scores, proba=proba, cost=cost, stage=stage,
