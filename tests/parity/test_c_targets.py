@@ -38,3 +38,18 @@ def test_examples_on_target(target, name):
 def test_random_models_on_target(target):
     for seed in range(1000, 1006):
         _check(random_model(seed), target)
+
+
+@pytest.fixture(scope="module")
+def trained_model():
+    from skinflint import datasets
+    from skinflint.trainers import GreedyMiserClassifier
+    ds = datasets.load_breast_cancer()
+    return GreedyMiserClassifier(n_estimators=25, max_depth=3, cost_tradeoff=1e-4, verbose=0,
+                                 feature_costs=ds.feature_costs, feature_groups=ds.feature_groups,
+                                 group_costs=ds.group_costs, random_state=0).fit(ds.X, ds.y).model_
+
+
+@pytest.mark.parametrize("target", list(TARGETS))
+def test_trained_model_on_target(target, trained_model):
+    _check(trained_model, target)
