@@ -70,8 +70,7 @@ def render(model, prefix="model") -> dict[str, str]:
     kinds = set(t.node_kind.tolist())
     task = model.task
     K = task.n_outputs
-    P = 2 if (task.kind == "binary" and task.transform == "logistic") else (
-        K if (task.kind == "multiclass" and task.transform == "softmax") else 0)
+    P = task.n_proba
     F, G = model.n_features, len(model.groups)
     T = int(t.tree_root.shape[0]) if KIND_TREES in kinds else 0
     tables = {name: (_c_floats(v) if v.dtype == np.float32 else _c_doubles(v) if v.dtype == np.float64

@@ -168,8 +168,6 @@ def lower(model) -> Tables:
     term_kind = _pool(tm["kind"], np.int32)
     term_index = _pool(tm["index"], np.int32)
     # a tree input names (bank node, tree): store the global tree index instead
-    node_of_term = np.concatenate([np.full(c, i) for i, c in enumerate(count) if kind[i] == KIND_LINEAR]) \
-        if n_terms else np.zeros(0, np.int64)
     if n_terms:
         tree_of_term = _pool([n.input_tree for n in model.nodes if isinstance(n, LinearNode)], np.int32)
         is_tree = term_kind == INPUT_TREE

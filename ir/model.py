@@ -38,6 +38,13 @@ class Task:
     classes: tuple = ()
     transform: str = "identity"
 
+    @property
+    def n_proba(self) -> int:
+        """Probabilities per row: 2 for logistic binary, K for softmax, else 0."""
+        if self.kind == "binary" and self.transform == "logistic":
+            return 2
+        return self.n_outputs if self.kind == "multiclass" and self.transform == "softmax" else 0
+
 
 @dataclass(frozen=True, eq=False)
 class Model:

@@ -77,8 +77,7 @@ class CRuntime:
     def _bind(self):
         m, lib = self.model, self._lib
         K = m.task.n_outputs
-        self._P = 2 if (m.task.kind == "binary" and m.task.transform == "logistic") else (
-            K if (m.task.kind == "multiclass" and m.task.transform == "softmax") else 0)
+        self._P = m.task.n_proba
         ptr = ctypes.c_void_p
         lib.sfm_predict_flat.argtypes = [ptr, ctypes.c_int32, ptr, ptr, ptr, ptr, ptr, ptr, ptr]
         lib.sfm_predict_flat.restype = None

@@ -75,9 +75,7 @@ def build_program(model, X, budgets, target: Target, work_dir) -> str:
         with open(os.path.join(work_dir, name), "w") as fh:
             fh.write(sources[name])
     row_bits, budget_bits = _vectors(X, budgets)
-    F, K = model.n_features, model.task.n_outputs
-    P = 2 if (model.task.kind == "binary" and model.task.transform == "logistic") else (
-        K if (model.task.kind == "multiclass" and model.task.transform == "softmax") else 0)
+    F, K, P = model.n_features, model.task.n_outputs, model.task.n_proba
     main = _env.get_template("parity_main.c.j2").render(
         prefix="sfm", n_rows=len(X), row_bits=row_bits, budget_bits=budget_bits, F=F,
         F_arr=max(F, 1), K=K, P=P)
