@@ -11,6 +11,7 @@ from .errors import IRError
 from .inspect import inspect
 from .json_io import FORMAT, VERSION, from_dict, from_json, load, model_hash, save, to_dict, to_json
 from .model import Feature, Group, Model, Task
+from .random_model import random_model  # the function; the module stays importable by path
 from .nodes import (AnytimeNode, CascadeNode, ClassifierTreeNode, KernelNode, LinearNode,
                     TreesNode)
 
@@ -21,5 +22,5 @@ __all__ = [
     "features_per_tree", "inspect", "trees_from_arrays", "concat_trees", "linear", "kernel",
     "cascade", "anytime", "classifier_tree", "model", "features_from_costs",
     "groups_from_costs", "regression_task", "binary_task", "multiclass_task",
-    "feature_input", "tree_input", "node_input",
+    "feature_input", "tree_input", "node_input", "random_model",
 ]

@@ -113,3 +113,12 @@ def test_float32_overflow_is_rejected():
     expect(d, "nodes[0].gamma", "overflows float32")
     d = base(); d["nodes"][0]["threshold"][0] = 1e39
     expect(d, "nodes[0].threshold[0]", "finite float32")
+
+
+def test_random_model_is_public_and_valid_for_every_kind():
+    from skinflint.ir.random_model import ALL_KINDS
+    for kind in ALL_KINDS:
+        for seed in range(5):
+            m = ir.random_model(seed, kinds=(kind,))
+            assert m.nodes[m.output].kind == kind
+            assert ir.from_json(ir.to_json(m)).hash() == m.hash()
