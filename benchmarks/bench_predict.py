@@ -12,11 +12,9 @@ node, and the Python-level reference (numba) throughput.
 Needs: lightgbm, treelite, tl2cgen (pip), gcc; arm-none-eabi-gcc for sizes.
 """
 import argparse
-import os
 import shutil
 import subprocess
 import tempfile
-import time
 
 import numpy as np
 

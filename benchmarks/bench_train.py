@@ -10,7 +10,6 @@ fit is timed separately: it includes numba's compile (cached on disk after).
 """
 import argparse
 import os
-import time
 
 import numpy as np
 

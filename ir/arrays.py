@@ -18,7 +18,8 @@ MAX_ELEMENTS = 1 << 28
 INT32_MAX = 2**31 - 1
 
 
-def _frozen(a: np.ndarray) -> np.ndarray:
+def frozen(a: np.ndarray) -> np.ndarray:
+    """A C-contiguous, read-only array (IR nodes are immutable)."""
     a = np.ascontiguousarray(a)
     a.setflags(write=False)
     return a
@@ -57,7 +58,7 @@ def float32_array(value, field, *, length=None, finite=True) -> np.ndarray:
     if finite and not np.all(np.isfinite(a)):
         i = int(np.flatnonzero(~np.isfinite(a))[0])
         raise IRError(f"{field}[{i}]: {a64[i]!r} is not a finite float32")
-    return _frozen(a)
+    return frozen(a)
 
 
 def cost_array(value, field, *, length=None) -> np.ndarray:
@@ -73,7 +74,7 @@ def cost_array(value, field, *, length=None) -> np.ndarray:
     if np.any(bad):
         i = int(np.flatnonzero(bad)[0])
         raise IRError(f"{field}[{i}]: cost {a[i]!r} must be finite and >= 0")
-    return _frozen(a)
+    return frozen(a)
 
 
 def int_array(value, field, *, length=None, low=None, high=None) -> np.ndarray:
@@ -103,7 +104,7 @@ def int_array(value, field, *, length=None, low=None, high=None) -> np.ndarray:
     if high is not None and a.size and a.max() >= high:
         i = int(np.argmax(a))
         raise IRError(f"{field}[{i}]: index {a[i]} is out of range [{low}, {high})")
-    return _frozen(a)
+    return frozen(a)
 
 
 def bool_array(value, field, *, length=None) -> np.ndarray:
@@ -117,7 +118,7 @@ def bool_array(value, field, *, length=None) -> np.ndarray:
         raise IRError(f"{field}: expected {length} values, got {a.shape[0]}")
     if a.dtype.kind != "b" and a.size and not np.all((a == 0) | (a == 1)):
         raise IRError(f"{field}: expected booleans (true/false or 0/1)")
-    return _frozen(a.astype(bool))
+    return frozen(a.astype(bool))
 
 
 def scalar_float(value, field, *, finite=True) -> float:

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .arrays import bool_array, cost_array, float32_array, int_array
+from .arrays import bool_array, cost_array, float32_array, frozen, int_array
 from .errors import IRError
 from .model import Feature, Group, Model, Task
-from .nodes import (EXIT_RULES, INPUT_FEATURE, INPUT_NODE, INPUT_TREE, KERNELS,
+from .nodes import (INPUT_FEATURE, INPUT_NODE, INPUT_TREE, KERNELS,
                     AnytimeNode, CascadeNode, ClassifierTreeNode, KernelNode,
                     LinearNode, TreesNode)
 
@@ -150,7 +150,7 @@ def linear(inputs, weights, bias=0.0, *, name="") -> LinearNode:
     wf = float32_array(w.reshape(-1), "weights").reshape(len(kinds), K)
     wf.setflags(write=False)
     return LinearNode(bias=float32_array(b, "bias"),
-                      input_kind=_ro(np.array(kinds, np.int8)),
+                      input_kind=frozen(np.array(kinds, np.int8)),
                       input_index=int_array(np.array(index, np.int64), "inputs.index", low=0),
                       input_tree=int_array(np.array(tree, np.int64), "inputs.tree", low=0),
                       input_output=int_array(np.array(out, np.int64), "inputs.output", low=0),
@@ -205,8 +205,3 @@ def classifier_tree(nodes, *, name="") -> ClassifierTreeNode:
 def model(features, nodes, output, *, task=None, groups=(), metadata=None) -> Model:
     return Model(features=features, groups=list(groups), task=task or regression_task(),
                  nodes=list(nodes), output=int(output), metadata=dict(metadata or {}))
-
-
-def _ro(a):
-    a.setflags(write=False)
-    return a

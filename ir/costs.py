@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .nodes import (INPUT_FEATURE, INPUT_NODE, INPUT_TREE, KernelNode, LinearNode,
+from .nodes import (INPUT_FEATURE, INPUT_TREE, KernelNode, LinearNode,
                     TreesNode, is_control)
 
 

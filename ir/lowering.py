@@ -10,7 +10,7 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
-from .nodes import (INPUT_FEATURE, INPUT_NODE, INPUT_TREE, AnytimeNode, CascadeNode,
+from .nodes import (INPUT_NODE, INPUT_TREE, AnytimeNode, CascadeNode,
                     ClassifierTreeNode, KernelNode, LinearNode, TreesNode)
 
 KIND_TREES, KIND_LINEAR, KIND_KERNEL = 0, 1, 2
@@ -105,7 +105,7 @@ def lower(model) -> Tables:
     # trees
     t_root, t_cost, tn = [], [], {k: [] for k in ("f", "t", "l", "r", "m", "v")}
     leaf_parts, n_trees, n_tn, n_leafv = [], 0, 0, 0
-    tree_base = {}
+    tree_base = np.zeros(N, np.int32)  # first global tree of each bank
     # terms
     tm = {k: [] for k in ("kind", "index", "out", "live", "w")}
     w_parts, n_terms, n_w = [], 0, 0
@@ -171,8 +171,7 @@ def lower(model) -> Tables:
     if n_terms:
         tree_of_term = _pool([n.input_tree for n in model.nodes if isinstance(n, LinearNode)], np.int32)
         is_tree = term_kind == INPUT_TREE
-        for p in np.flatnonzero(is_tree):
-            term_index[p] = tree_base[int(term_index[p])] + tree_of_term[p]
+        term_index[is_tree] = tree_base[term_index[is_tree]] + tree_of_term[is_tree]
 
     top = model.output
     out_node = model.nodes[top]
@@ -237,8 +236,7 @@ def lower(model) -> Tables:
 def _stack_depth(model) -> int:
     """Longest chain of linear node -> node inputs (the evaluator's stack)."""
     memo: dict[int, int] = {}
-    order = list(range(len(model.nodes)))
-    # nodes form a DAG (validated); iterate until fixed point in topological fashion
+    # nodes form a DAG (validated): an explicit post-order walk, no recursion
     def depth(i):
         stack = [(i, False)]
         while stack:

@@ -2,13 +2,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
 from .arrays import scalar_cost, scalar_int
 from .errors import IRError
-from .nodes import (INPUT_NODE, INPUT_TREE, LinearNode, TreesNode, is_control)
+from .nodes import INPUT_TREE, LinearNode, TreesNode, is_control
 
 TASK_KINDS = ("regression", "binary", "multiclass")
 TRANSFORMS = {"regression": ("identity",), "binary": ("logistic", "identity"),

@@ -21,12 +21,12 @@ builders in ``skinflint.ir.builders`` or from JSON.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
 
-from .arrays import (bool_array, cost_array, float32_array, int_array,
+from .arrays import (bool_array, cost_array, float32_array, frozen, int_array,
                      scalar_float, scalar_float32, scalar_int)
 from .errors import IRError
 
@@ -240,8 +240,8 @@ class LinearNode:
         weights = weights.reshape(n, K)
         weights.setflags(write=False)
         return cls(bias=float32_array(_require(d, "bias", field), f"{field}.bias", length=K),
-                   input_kind=_ro(kind), input_index=_ro(index), input_tree=_ro(tree),
-                   input_output=_ro(output), weights=weights, name=_name(d, field))
+                   input_kind=frozen(kind), input_index=frozen(index), input_tree=frozen(tree),
+                   input_output=frozen(output), weights=weights, name=_name(d, field))
 
     def to_dict(self):
         inputs = []
@@ -305,8 +305,8 @@ class KernelNode:
                    coef0=scalar_float32(d.get("coef0", 0.0), f"{field}.coef0"),
                    degree=scalar_int(d.get("degree", 1), f"{field}.degree", low=0,
                                      high=MAX_POLY_DEGREE + 1),
-                   features=feats, support_vectors=_ro(sv.reshape(S, D)),
-                   alpha=_ro(alpha.reshape(S, K)),
+                   features=feats, support_vectors=frozen(sv.reshape(S, D)),
+                   alpha=frozen(alpha.reshape(S, K)),
                    bias=float32_array(_require(d, "bias", field), f"{field}.bias", length=K),
                    sv_cost=cost_array(d.get("sv_cost", [0.0] * S), f"{field}.sv_cost", length=S),
                    name=_name(d, field))
@@ -349,9 +349,9 @@ class CascadeNode:
             rule.append(EXIT_RULES[r])
             thr.append(scalar_float(s.get("threshold", 0.0), f"{f}.threshold"))
             out.append(scalar_int(s.get("output", 0), f"{f}.output", low=0, high=MAX_OUTPUTS))
-        return cls(scorer=_ro(np.array(scorer, np.int32)), exit_rule=_ro(np.array(rule, np.int8)),
+        return cls(scorer=frozen(np.array(scorer, np.int32)), exit_rule=frozen(np.array(rule, np.int8)),
                    threshold=float32_array(thr, f"{field}.stages[].threshold"),
-                   output=_ro(np.array(out, np.int32)), name=_name(d, field))
+                   output=frozen(np.array(out, np.int32)), name=_name(d, field))
 
     def children(self):
         return self.scorer.tolist()
@@ -412,11 +412,11 @@ class ClassifierTreeNode:
             cols["output"].append(scalar_int(s.get("output", 0), f"{f}.output", low=0, high=MAX_OUTPUTS))
             cols["left"].append(scalar_int(s.get("left", -1), f"{f}.left", low=-1, high=M))
             cols["right"].append(scalar_int(s.get("right", -1), f"{f}.right", low=-1, high=M))
-        node = cls(scorer=_ro(np.array(cols["scorer"], np.int32)),
+        node = cls(scorer=frozen(np.array(cols["scorer"], np.int32)),
                    threshold=float32_array(cols["threshold"], f"{field}.nodes[].threshold"),
-                   output=_ro(np.array(cols["output"], np.int32)),
-                   left=_ro(np.array(cols["left"], np.int32)),
-                   right=_ro(np.array(cols["right"], np.int32)), name=_name(d, field))
+                   output=frozen(np.array(cols["output"], np.int32)),
+                   left=frozen(np.array(cols["left"], np.int32)),
+                   right=frozen(np.array(cols["right"], np.int32)), name=_name(d, field))
         node.check(field)
         return node
 
@@ -473,12 +473,6 @@ def _name(d, field):
     if not isinstance(n, str) or len(n) > 1000:
         raise IRError(f"{field}.name: expected a string of at most 1000 characters")
     return n
-
-
-def _ro(a):
-    a = np.ascontiguousarray(a)
-    a.setflags(write=False)
-    return a
 
 
 def _floats(a):

@@ -95,13 +95,12 @@ def build_program(model, X, budgets, target: Target, work_dir) -> str:
 
 
 def _parse(lines, model, n_rows):
-    F, K = model.n_features, model.task.n_outputs
+    F, K, P = model.n_features, model.task.n_outputs, model.task.n_proba
     out = {}
     for tag in "DL":
         rows = [ln.split() for ln in lines if ln.startswith(tag + " ")]
         if len(rows) != n_rows:
             raise RuntimeError(f"expected {n_rows} '{tag}' lines, got {len(rows)}")
-        P = len(rows[0]) - 1 - K - 5 if rows else 0
         hex32 = lambda cols: np.array([[int(c, 16) for c in r] for r in cols], np.uint32)
         scores = hex32([r[1:1 + K] for r in rows]).view(np.float32).reshape(n_rows, K)
         proba = hex32([r[1 + K:1 + K + P] for r in rows]).view(np.float32).reshape(n_rows, P) if P else None

@@ -65,20 +65,21 @@ def run_demo(out_dir="skinflint-demo", quick=False):
     model_path = os.path.join(out_dir, "model.json")
     ir.save(model, model_path)
 
-    print(f"[3/5] compiling the chosen model to C")
+    prefix = "spam" if name == "Spambase" else "model"
+    print("[3/5] compiling the chosen model to C")
     c_dir = os.path.join(out_dir, "c")
-    paths = compile_c(model, c_dir, prefix="spam" if name == "Spambase" else "model")
+    paths = compile_c(model, c_dir, prefix=prefix)
     for p in sorted(paths.values()):
         print(f"      {p}")
     print("      ONNX: the ONNX compiler is not implemented yet (README status table)")
 
-    print(f"[4/5] verifying C (dense and on-demand) against the reference on the test split")
+    print("[4/5] verifying C (dense and on-demand) against the reference on the test split")
     report = verify(model, test.X, backends=("c", "c-lazy"))
     print("\n".join("      " + ln for ln in report.table().splitlines()))
     with open(os.path.join(out_dir, "parity.json"), "w") as fh:
         fh.write(report.to_json())
 
-    print(f"[5/5] writing plots")
+    print("[5/5] writing plots")
     try:
         from .plot import plot_cost_accuracy, plot_feature_costs
         png = plot_cost_accuracy({"Greedy Miser (lambda sweep)": rows, "Early Exit": ee_rows},
@@ -88,7 +89,6 @@ def run_demo(out_dir="skinflint-demo", quick=False):
         print(f"      {png}\n      {png2}")
     except ImportError as e:
         print(f"      skipped: {e}")
-    prefix = "spam" if name == "Spambase" else "model"
     print(f"""
 How to use the artifacts:
   skinflint inspect {model_path}

@@ -167,8 +167,9 @@ class _GreedyMiserBase(ParamsMixin):
         self.validation_loss_ = []
         bar = tqdm(range(self.n_estimators), disable=not self.verbose or self.n_estimators < 50,
                    desc=type(self).__name__, unit="tree", leave=False)
+        all_rows = np.arange(N, dtype=np.int32)
         for it in bar:
-            rows = np.arange(N, dtype=np.int32)
+            rows = all_rows
             if self.subsample < 1:
                 rows = np.sort(rng.choice(N, max(1, int(self.subsample * N)), replace=False)).astype(np.int32)
             penalty = state.penalty()
@@ -196,7 +197,9 @@ class _GreedyMiserBase(ParamsMixin):
                 # rounded to float32 once: training sees the deployed values
                 leaf = (self.learning_rate * leaf).astype(np.float32).astype(np.float64)
                 feat, sbin, left, right, mleft, value = tree.arrays(leaf)
-                thr = np.array([thresholds[f][b] if f >= 0 else 0.0 for f, b in zip(feat, sbin)], np.float32)
+                thr = np.zeros(feat.shape[0], np.float32)
+                inner = feat >= 0
+                thr[inner] = flat[offsets[feat[inner]] + sbin[inner]]
                 col = raw[:, k].copy()
                 predict_binned(binned, feat, sbin, left, right, mleft, value, col)
                 raw[:, k] = col

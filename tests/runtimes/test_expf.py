@@ -2,15 +2,7 @@ import numpy as np
 
 from skinflint.ir import numerics
 from skinflint.runtimes._expf import expf_array
-
-
-def ulp_distance(a, b):
-    """Distance in float32 steps between arrays of finite float32 values."""
-    ia = a.view(np.int32).astype(np.int64)
-    ib = b.view(np.int32).astype(np.int64)
-    ia = np.where(ia < 0, -(ia & 0x7FFFFFFF), ia)
-    ib = np.where(ib < 0, -(ib & 0x7FFFFFFF), ib)
-    return np.abs(ia - ib)
+from skinflint.verify import ulp_distance
 
 
 def test_expf_within_two_ulp_of_exp_over_its_range():
