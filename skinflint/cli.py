@@ -114,7 +114,16 @@ def cmd_compile(args):
             print(paths[name])
         print(f"build: make -C {args.output}   (or add {args.prefix}.c to your firmware)")
     elif args.target == "onnx":
-        raise CLIError("the ONNX compiler is not implemented yet (see the README's status table)")
+        import onnx
+        from .compilers.onnx import compile_onnx
+        proto = compile_onnx(m, mode=args.mode, budget=args.mode == "exact")
+        out_dir = os.path.dirname(os.path.abspath(args.output))
+        if not os.path.isdir(out_dir):
+            raise CLIError(f"{args.output}: the folder {out_dir} does not exist")
+        onnx.save(proto, args.output)
+        outs = ", ".join(o.name for o in proto.graph.output)
+        print(f"{args.output}: {len(proto.graph.node)} ops; inputs "
+              f"{', '.join(i.name for i in proto.graph.input)}; outputs {outs}")
     else:
         raise CLIError(f"unknown target {args.target!r}; expected c or onnx")
 
@@ -186,13 +195,16 @@ def build_parser():
     s.add_argument("--trees", type=int, default=100)
     s.add_argument("-o", "--output", required=True)
     s.set_defaults(func=cmd_plot)
-    s = sub.add_parser("compile", help="compile a model to C (or ONNX)",
+    s = sub.add_parser("compile", help="compile a model to C or ONNX",
                        description="Write the model as standalone C99 sources (model.c/.h, an "
                                    "example main.c and a Makefile) or as an ONNX graph.")
     s.add_argument("model")
     s.add_argument("--target", required=True, help="c or onnx")
     s.add_argument("-o", "--output", required=True, help="output folder (c) or file (onnx)")
     s.add_argument("--prefix", default="model", help="C identifier prefix of the generated API")
+    s.add_argument("--mode", choices=["exact", "fast"], default="exact",
+                   help="onnx only: exact (bit-exact scores, per-row cost, stage, budget input; "
+                        "the default) or fast (one summed tree ensemble: predictions only)")
     s.set_defaults(func=cmd_compile)
     s = sub.add_parser("verify", help="check every backend against the reference, bit for bit",
                        description="Run rows through every backend and compare outputs, scores, "
@@ -203,7 +215,7 @@ def build_parser():
     s.add_argument("model")
     s.add_argument("--data", help="CSV of rows to add (a trailing label column is ignored)")
     s.add_argument("--budget", type=float, help="one budget for all rows (default: around each row's cost)")
-    s.add_argument("--backends", default="c,c-lazy", help="comma-separated: c, c-lazy, onnx")
+    s.add_argument("--backends", default="onnx,c,c-lazy", help="comma-separated: onnx, c, c-lazy")
     s.add_argument("--no-adversarial", action="store_true", help="only the rows of --data")
     s.add_argument("--json", help="also write the report as JSON (for CI)")
     s.set_defaults(func=cmd_verify)

@@ -1,7 +1,7 @@
 """The parity harness: the same rows through every backend, compared to the
 reference bit for bit (``skinflint verify``).
 
-``verify(model, X=None, backends=("reference", "c", "c-lazy"), budgets=None)``
+``verify(model, X=None, backends=("reference", "onnx", "c", "c-lazy"), budgets=None)``
 returns a ``ParityReport``; ``report.ok`` is True only when every backend
 matches the reference in output, scores, probabilities, cost, stage and
 features-used on every row.  Rows default to adversarial ones: every
@@ -152,7 +152,8 @@ def _runtime(name, model):
         api = "lazy" if name == "c-lazy" else "dense"
         return lambda X, b: (rt.predict(X, b, api=api), rt.last_fetch_counts if api == "lazy" else None)
     if name == "onnx":
-        raise NotImplementedError("the ONNX backend is not implemented yet")
+        from .runtimes.onnx import OnnxRuntime
+        return OnnxRuntime(model).predict
     raise ValueError(f"unknown backend {name!r}; expected reference, c, c-lazy or onnx")
 
 
@@ -198,7 +199,7 @@ def compare(model, X, ref: Prediction, got: Prediction, name: str, fetches=None,
     return rep
 
 
-def verify(model, X=None, *, backends=("reference", "c", "c-lazy"), budgets=None,
+def verify(model, X=None, *, backends=("reference", "onnx", "c", "c-lazy"), budgets=None,
            adversarial=True, seed=0) -> ParityReport:
     """Run X (plus adversarial rows unless disabled) through each backend,
     without a budget and with ``budgets`` ("auto": around each row's cost)."""

@@ -1,0 +1,471 @@
+"""Compile a Model to an ONNX graph that returns what the reference returns.
+
+``compile_onnx(model)`` builds, from standard ai.onnx / ai.onnx.ml operators
+only (no custom ops, no per-row Loop or If):
+
+* **values**: one tree-ensemble operator gives, per row, the leaf each tree
+  reaches (its global node index); leaf values and path features are then
+  exact table lookups.  Every sum whose order matters (trees in bank order,
+  linear terms and support vectors in IR order, kernel features) is a
+  ``CumSum``, which onnxruntime evaluates left to right: the bits match the
+  reference.  exp is the portable expf built from the same basic operations
+  (onnx_graph.expf), so it matches too; there is no ulp bound to document.
+* **lazy cost**: the static schedule (onnx_schedule.py) numbers every place
+  a unit can be touched.  Per row, ScatterElements(min) gives each unit the
+  slot of its first touch in an active region, TopK sorts the paid units
+  into acquisition order, and CumSum adds their costs in float64 in that
+  order, as the reference does.  The budget halts the row at the first unit
+  whose running sum exceeds it; checkpoints completed before that give
+  ``stage`` and the returned scores.
+* **routing** (cascade exits, classifier-tree branches) is a per-row boolean
+  mask over regions, computed from the scorers' margins.
+
+Outputs: ``label`` and ``probabilities`` (classifiers; probabilities only
+with a logistic / softmax transform) or ``variable`` (regression), then
+``scores`` [N, K] float32, ``cost`` [N] float64, ``stage`` [N] int64 and
+``features_used`` [N, F] bool.  Inputs: ``X`` [N, F] float32 and, unless
+``budget=False``, ``budget`` [N] float64 (+inf for no limit).
+
+``mode="fast"`` emits one summed tree ensemble instead (tree-bank outputs
+only): predictions and scores, no cost, stage or features_used, and scores
+summed in onnxruntime's order, which may differ from the reference's in the
+last bits (docs/numerics.md).
+"""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper
+
+from ..ir.lowering import (KIND_ANYTIME, KIND_CASCADE, KIND_CTREE, KIND_KERNEL, KIND_LINEAR,
+                           KIND_TREES, Tables, lower)
+from .onnx_graph import (INT64_INF, Graph, canonical_nan, expand_rows, expf, filled,
+                         first_argmax, logistic, rows_like, softmax)
+from .onnx_schedule import TreePaths, UnitLayout, schedule, tree_paths
+from .onnx_trees import MAX_EXACT_ID, ML_OPSET, supported_tree_op, tree_ensemble
+
+DEFAULT_OPSET = 18      # ScatterElements(reduction="min") needs 18
+EXIT_LE, EXIT_GE, EXIT_ABS_GE = 1, 2, 3
+KERNEL_LINEAR, KERNEL_RBF = 0, 1
+F32, F64, I64, BOOL = TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.INT64, TensorProto.BOOL
+
+
+def compile_onnx(model, *, opset=None, mode="exact", budget=True, features_used=True,
+                 tree_op=None) -> onnx.ModelProto:
+    """The ONNX graph of ``model``.  ``opset`` is the ai.onnx opset (>= 18);
+    ``tree_op`` forces "TreeEnsemble" or "TreeEnsembleRegressor" (default:
+    the newest the installed onnxruntime runs)."""
+    opset = DEFAULT_OPSET if opset is None else int(opset)
+    if opset < DEFAULT_OPSET:
+        raise ValueError(f"opset {opset}: the exact graph needs ai.onnx opset >= {DEFAULT_OPSET}")
+    if mode not in ("exact", "fast"):
+        raise ValueError(f"mode must be 'exact' or 'fast', got {mode!r}")
+    tree_op = tree_op or supported_tree_op()
+    if tree_op not in ML_OPSET:
+        raise ValueError(f"tree_op must be one of {sorted(ML_OPSET)}, got {tree_op!r}")
+    tab = lower(model)
+    g = Graph()
+    if mode == "fast":
+        scores = _Exact(model, tab, g, tree_op).fast_scores()
+        outputs = _finish(g, model, scores, None)
+        inputs = [helper.make_tensor_value_info("X", F32, ["N", model.n_features])]
+    else:
+        ex = _Exact(model, tab, g, tree_op)
+        scores, cost, stage, used = ex.run(with_budget=budget)
+        outputs = _finish(g, model, scores, (cost, stage, used if features_used else None))
+        inputs = [helper.make_tensor_value_info("X", F32, ["N", model.n_features])]
+        if budget:
+            inputs.append(helper.make_tensor_value_info("budget", F64, ["N"]))
+    graph = helper.make_graph(g.nodes, "skinflint", inputs, outputs, g.inits)
+    proto = helper.make_model(graph, opset_imports=[
+        helper.make_opsetid("", opset), helper.make_opsetid("ai.onnx.ml", ML_OPSET[tree_op])],
+        producer_name="skinflint", producer_version=_version())
+    proto.ir_version = 9   # readable by onnxruntime >= 1.16
+    helper.set_model_props(proto, _metadata(model, mode, tree_op))
+    onnx.checker.check_model(proto, full_check=True)
+    return proto
+
+
+def _version():
+    from importlib.metadata import PackageNotFoundError, version
+    try:
+        return version("skinflint")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def _metadata(model, mode, tree_op):
+    feats = [{"name": f.name, "cost": f.cost, "group": None if f.group is None else
+              model.groups[f.group].name} for f in model.features]
+    return {"skinflint.version": _version(), "skinflint.model_hash": model.hash(),
+            "skinflint.mode": mode, "skinflint.tree_op": tree_op,
+            "skinflint.features": json.dumps(feats),
+            "skinflint.groups": json.dumps([{"name": g.name, "cost": g.cost} for g in model.groups]),
+            "skinflint.task": json.dumps({"kind": model.task.kind, "classes": list(model.task.classes),
+                                          "transform": model.task.transform})}
+
+
+class _Exact:
+    """Builds the exact graph for one model (state: the lowered tables, the
+    tree paths, and the node values already emitted)."""
+
+    def __init__(self, model, tab: Tables, g: Graph, tree_op):
+        self.m, self.t, self.g, self.op = model, tab, g, tree_op
+        self.X = "X"
+        self.F = model.n_features
+        self.layout = UnitLayout(self.F, tab.tree_root.shape[0] if _has_trees(tab) else 0,
+                                 tab.sv_cost.shape[0] if _has_kernels(tab) else 0)
+        self.paths: TreePaths = tree_paths(tab, self.layout.n_trees, self.layout.pad)
+        self._values, self._leaf = {}, None
+
+    # -- trees ------------------------------------------------------------
+    def leaf(self):
+        """[N, T] int64: the global node index of the leaf each tree reaches."""
+        if self._leaf is None:
+            M = self.t.tn_feature.shape[0]
+            if M >= MAX_EXACT_ID:
+                raise ValueError(f"{M} tree nodes: the exact ONNX graph handles fewer than 2^24")
+            T = self.layout.n_trees
+            votes = lambda leaves: (np.arange(leaves.size), self.paths.tree_of[leaves],  # noqa: E731
+                                    leaves.astype(np.float32))
+            y = tree_ensemble(self.g, self.X, self.t, self.paths, np.arange(T), votes, T, self.op)
+            self._leaf = self.g.cast(y, I64)
+        return self._leaf
+
+    def tree_values(self, trees, outputs):
+        """[N, len(trees), len(outputs)] float32 leaf values, by lookup."""
+        g, t = self.g, self.t
+        leaf = self.leaf() if len(trees) == t.tree_root.shape[0] and np.array_equal(
+            trees, np.arange(len(trees))) else g.gather(self.leaf(), trees, 1)
+        off = g.op("Gather", g.const(t.tn_value.astype(np.int64)), leaf)
+        idx = g.op("Add", g.unsqueeze(off, [2]), g.const(np.asarray(outputs, np.int64)[None, None, :]))
+        return g.op("Gather", g.const(t.leaf_value), idx)
+
+    def fast_scores(self):
+        t = self.t
+        if t.top_kind != KIND_TREES:
+            raise ValueError("mode='fast' needs a model whose output is a tree bank")
+        n = t.top
+        K = int(t.node_width[n])
+        trees = np.arange(t.node_first[n], t.node_first[n] + t.node_count[n])
+        lv = t.leaf_value
+
+        def votes(leaves):
+            pos = np.repeat(np.arange(leaves.size), K)
+            k = np.tile(np.arange(K), leaves.size)
+            return pos, k, lv[t.tn_value[leaves][pos] + k]
+
+        base = t.bias[t.node_bias[n]: t.node_bias[n] + K]
+        return tree_ensemble(self.g, self.X, t, self.paths, trees, votes, K, self.op, base)
+
+    # -- node values ------------------------------------------------------
+    def prefix(self, n):
+        """[N, steps + 1, K] running values of scoring node n: entry 0 is its
+        bias / base score, entry i+1 the value after step i (reference order)."""
+        g, t = self.g, self.t
+        K = int(t.node_width[n])
+        first, count = int(t.node_first[n]), int(t.node_count[n])
+        init = expand_rows(g, self.X, g.const(t.bias[t.node_bias[n]: t.node_bias[n] + K][None, None, :]))
+        kind = t.node_kind[n]
+        if kind == KIND_TREES:
+            steps = self.tree_values(np.arange(first, first + count), np.arange(K))
+            return g.cumsum(g.concat([init, steps], 1), 1)
+        if kind == KIND_LINEAR:
+            terms = np.arange(first, first + count)
+            live = terms[t.term_live[terms] != 0]
+            if not live.size:
+                return g.gather(init, np.zeros(count + 1, np.int64), 1)
+            x = self.term_inputs(live)
+            w = t.weight[t.term_weight[live][:, None] + np.arange(K)]
+            contrib = g.op("Mul", g.unsqueeze(x, [2]), g.const(w[None]))
+            run = g.cumsum(g.concat([init, contrib], 1), 1)
+            steps = np.concatenate([[0], np.cumsum(t.term_live[terms] != 0)])
+            return run if live.size == count else g.gather(run, steps, 1)
+        kv = self.kernel_values(t.node_kernel[n])
+        q = t.node_kernel[n]
+        a0 = t.k_alpha_first[q]
+        alpha = t.alpha[a0: a0 + count * K].reshape(count, K)
+        contrib = g.op("Mul", g.unsqueeze(kv, [2]), g.const(alpha[None]))
+        return g.cumsum(g.concat([init, contrib], 1), 1)
+
+    def value(self, n):
+        """[N, K] float32 value of scoring node n, fully evaluated."""
+        if n not in self._values:
+            self._values[n] = self.g.take_last(self.prefix(n), 1)
+        return self._values[n]
+
+    def term_inputs(self, live):
+        """[N, len(live)] float32 inputs of linear terms, in term order."""
+        g, t = self.g, self.t
+        kinds, idx, out = t.term_kind[live], t.term_index[live], t.term_output[live]
+        blocks, order = [], []
+        fe = np.flatnonzero(kinds == 0)
+        if fe.size:
+            blocks.append(g.gather(self.X, idx[fe], 1))
+            order.append(fe)
+        tr = np.flatnonzero(kinds == 1)
+        if tr.size:
+            off = g.op("Gather", g.const(t.tn_value.astype(np.int64)), g.gather(self.leaf(), idx[tr], 1))
+            vals = g.op("Gather", g.const(t.leaf_value), g.op("Add", off, g.const(out[tr].astype(np.int64)[None])))
+            blocks.append(vals)
+            order.append(tr)
+        for p in np.flatnonzero(kinds == 2):
+            blocks.append(g.gather(self.value(int(idx[p])), [int(out[p])], 1))
+            order.append([p])
+        x = g.concat(blocks, 1)
+        pos = np.concatenate([np.asarray(o, np.int64) for o in order])
+        if np.array_equal(pos, np.arange(live.size)):
+            return x
+        return g.gather(x, np.argsort(pos), 1)
+
+    def kernel_values(self, q):
+        """[N, S] float32 k(sv_s, x), features in IR order (reference _kernel_value)."""
+        g, t = self.g, self.t
+        nf, f0 = int(t.k_n_feat[q]), int(t.k_feat_first[q])
+        S = int(self._kernel_count(q))
+        sv = t.sv[t.k_sv_first[q]: t.k_sv_first[q] + S * nf].reshape(S, nf)
+        xs = g.unsqueeze(g.gather(self.X, t.k_feat[f0: f0 + nf].astype(np.int64), 1), [1])  # [N,1,nf]
+        kt = t.k_type[q]
+        if kt == KERNEL_RBF:
+            d = g.op("Sub", xs, g.const(sv[None]))
+            acc = g.take_last(g.cumsum(g.op("Mul", d, d), 2), 2)   # 0 + d0^2 == d0^2 exactly
+            return expf(g, g.op("Mul", g.const(np.float32(-t.k_gamma[q])), acc))
+        prod = g.op("Mul", xs, g.const(sv[None]))
+        zero = filled(g, g.gather(prod, [0], 2), 0.0, np.float32)   # the sum starts at +0
+        acc = g.take_last(g.cumsum(g.concat([zero, prod], 2), 2), 2)
+        if kt == KERNEL_LINEAR:
+            return acc
+        b = g.op("Add", g.op("Mul", g.const(t.k_gamma[q]), acc), g.const(t.k_coef0[q]))
+        v = filled(g, b, 1.0, np.float32)
+        for _ in range(int(t.k_degree[q])):
+            v = g.op("Mul", v, b)
+        return v
+
+    def _kernel_count(self, q):
+        return self.t.node_count[np.flatnonzero(self.t.node_kernel == q)[0]]
+
+    # -- control ----------------------------------------------------------
+    def margin(self, c):
+        t = self.t
+        return self.g.squeeze(self.g.gather(self.value(int(t.ctl_scorer[c])), [int(t.ctl_output[c])], 1), [1])
+
+    def active_regions(self):
+        """[N, C] bool: rows whose route reaches each control checkpoint."""
+        g, t = self.g, self.t
+        C = t.ctl_scorer.shape[0]
+        true = rows_like(g, self.X, True, np.bool_)
+        act = [None] * C
+        act[0] = true
+        if t.top_kind == KIND_CASCADE:
+            for i in range(C - 1):
+                m, thr, rule = self.margin(i), t.ctl_threshold[i], t.ctl_rule[i]
+                if rule == EXIT_LE:
+                    ex = g.op("LessOrEqual", m, g.const(thr))
+                elif rule == EXIT_GE:
+                    ex = g.op("GreaterOrEqual", m, g.const(thr))
+                elif rule == EXIT_ABS_GE:
+                    ex = g.op("Or", g.op("GreaterOrEqual", m, g.const(thr)),
+                              g.op("LessOrEqual", m, g.const(np.float32(-thr))))
+                else:
+                    act[i + 1] = act[i]
+                    continue
+                act[i + 1] = g.op("And", act[i], g.op("Not", ex))
+        elif t.top_kind == KIND_ANYTIME:
+            act = [true] * C
+        else:
+            order = [0]
+            for c in order:       # breadth first: parents before children
+                if t.ctl_left[c] < 0:
+                    continue
+                go_left = g.op("LessOrEqual", self.margin(c), g.const(t.ctl_threshold[c]))
+                act[t.ctl_left[c]] = g.op("And", act[c], go_left)
+                act[t.ctl_right[c]] = g.op("And", act[c], g.op("Not", go_left))
+                order += [int(t.ctl_left[c]), int(t.ctl_right[c])]
+            # nodes off every route never run
+            act = [a if a is not None else rows_like(g, self.X, False, np.bool_) for a in act]
+        return g.concat([g.unsqueeze(a, [1]) for a in act], 1)
+
+    def checkpoint_values(self):
+        """[N, C + 1, K]: the value before any checkpoint, then each one's."""
+        g, t = self.g, self.t
+        if t.top_kind <= KIND_KERNEL:
+            return self.prefix(t.top)
+        prior = expand_rows(g, self.X, g.const(t.prior[None, None, :]))
+        vals = [g.unsqueeze(self.value(int(s)), [1]) for s in t.ctl_scorer]
+        return g.concat([prior] + vals, 1)
+
+    # -- cost, halting, stage ---------------------------------------------
+    def unit_slots(self, sched, mask):
+        """[N, units + 1] int64: per row, the slot of each unit's first touch."""
+        g, L = self.g, self.layout
+        idx_parts, slot_parts = [], []
+        dmax = self.paths.path.shape[1]
+        if sched.occ_tree.size and dmax:
+            E = sched.occ_tree.size
+            leaf = g.gather(self.leaf(), sched.occ_tree, 1)                            # [N, E]
+            feats = g.op("Gather", g.const(self.paths.path), leaf)                     # [N, E, D]
+            slots = (sched.occ_slot[:, None] + 1 + np.arange(dmax)[None, :])[None]     # [1, E, D]
+            slots = self._masked(g.const(slots), mask, sched.occ_region, 2)
+            flat = g.const(np.array([0, E * dmax], np.int64))
+            idx_parts.append(g.op("Reshape", feats, flat))
+            slot_parts.append(g.op("Reshape", slots, flat))
+        if sched.ev_unit.size:
+            idx_parts.append(expand_rows(g, self.X, g.const(sched.ev_unit[None])))
+            slot_parts.append(self._masked(g.const(sched.ev_slot[None]), mask, sched.ev_region, 1))
+        data = rows_like(g, self.X, INT64_INF, np.int64, (L.pad + 1,))
+        if not idx_parts:
+            return data
+        return g.op("ScatterElements", data, g.concat(idx_parts, 1), g.concat(slot_parts, 1),
+                    axis=1, reduction="min")
+
+    def _masked(self, slots, mask, regions, rank):
+        """Slots of events whose region is inactive for a row become 'never'."""
+        g = self.g
+        if mask is None:
+            return expand_rows(g, self.X, slots)
+        m = g.gather(mask, regions, 1)
+        if rank == 2:
+            m = g.unsqueeze(m, [2])
+        return g.where(m, slots, g.const(INT64_INF))
+
+    def run(self, with_budget):
+        g, t, L = self.g, self.t, self.layout
+        sched = schedule(t, L, self.paths.tree_depth)
+        mask = None if t.top_kind <= KIND_KERNEL else self.active_regions()
+        units = self.unit_slots(sched, mask)
+        feat_slots = g.op("Slice", units, g.const([0], np.int64), g.const([self.F], np.int64),
+                          g.const([1], np.int64))
+        # groups: paid at the first touch of any member, together with it
+        fg = self.m.feature_groups
+        G = len(self.m.groups)
+        group_slots = None
+        if G:
+            idx = expand_rows(g, self.X, g.const(np.where(fg >= 0, fg, G).astype(np.int64)[None]))
+            group_slots = g.op("ScatterElements", rows_like(g, self.X, INT64_INF, np.int64, (G + 1,)),
+                               idx, feat_slots, axis=1, reduction="min")
+        # units with a cost, with sort keys: a group sorts just before its feature
+        cols, costs, parity, from_groups = [], [], [], []
+        fc = self.m.feature_costs
+        for j in np.flatnonzero(fc > 0):
+            cols.append(j), costs.append(fc[j]), parity.append(1)
+        if L.n_trees:
+            for tt in np.flatnonzero(t.tree_cost > 0):
+                cols.append(L.tree0 + tt), costs.append(t.tree_cost[tt]), parity.append(1)
+        if L.n_sv:
+            for s in np.flatnonzero(t.sv_cost > 0):
+                cols.append(L.sv0 + s), costs.append(t.sv_cost[s]), parity.append(1)
+        gc = self.m.group_costs
+        for k in np.flatnonzero(gc > 0) if G else []:
+            from_groups.append(k), costs.append(gc[k]), parity.append(0)
+        parts = []
+        if cols:
+            parts.append(g.gather(units, np.array(cols, np.int64), 1))
+        if from_groups:
+            parts.append(g.gather(group_slots, np.array(from_groups, np.int64), 1))
+        budget = "budget" if with_budget else None
+        never = rows_like(g, self.X, INT64_INF, np.int64)
+        if parts:
+            h, cost = self._pay(g.concat(parts, 1), np.array(costs, np.float64),
+                                np.array(parity, np.int64), budget, never)
+        else:
+            h, cost = never, rows_like(g, self.X, 0.0, np.float64)
+        if budget is not None:
+            # a negative budget halts at the very first unit, even a free one
+            real = g.op("Slice", units, g.const([0], np.int64), g.const([L.pad], np.int64),
+                        g.const([1], np.int64))
+            first = g.op("ReduceMin", real, g.const([1], np.int64), keepdims=0)
+            h = g.where(g.op("Less", budget, g.const(np.float64(0))), first, h)
+        h_col = g.unsqueeze(h, [1])
+        used = g.op("Less", feat_slots, h_col)
+        # checkpoints done before the halt; stage = the furthest along the route
+        done = g.op("GreaterOrEqual", h_col, g.const(sched.cp_end[None]))
+        if mask is not None:
+            done = g.op("And", done, g.gather(mask, sched.cp_region, 1))
+        key = g.where(done, g.const(sched.cp_order.astype(np.int32)[None]), g.const(np.int32(-1)))
+        best = g.op("ArgMax", key, axis=1, keepdims=0)
+        any_done = g.op("GreaterOrEqual", g.op("ReduceMax", key, g.const([1], np.int64), keepdims=0),
+                        g.const(np.int32(0)))
+        stage = g.where(any_done, best, g.const(np.int64(-1)))
+        vals = self.checkpoint_values()
+        K = int(self.m.task.n_outputs)
+        pick = g.op("Expand", g.unsqueeze(g.op("Add", stage, g.const(np.int64(1))), [1, 2]),
+                    g.concat([g.op("Shape", stage), g.const([1, K], np.int64)], 0))
+        scores = g.squeeze(g.op("GatherElements", vals, pick, axis=1), [1])
+        return scores, cost, stage, used
+
+    def _pay(self, slots, costs, parity, budget, never):
+        """Sort a row's paid units by slot, add their costs in that order
+        (float64), and halt at the first unit over the budget.  Returns the
+        halting slot ('never' if none) and the cost paid before it."""
+        g = self.g
+        U = costs.size
+        touched = g.op("Less", slots, g.const(INT64_INF))
+        cost_m = g.where(touched, g.const(costs[None]), g.const(np.float64(0)))
+        keys = g.op("Add", g.op("Mul", slots, g.const(np.int64(2))), g.const(parity[None]))
+        skeys, order = g.op("TopK", keys, g.const([U], np.int64), axis=1, largest=0, sorted=1, n_out=2)
+        run = g.cumsum(g.op("GatherElements", cost_m, order, axis=1), 1)
+        sslot = g.op("Div", skeys, g.const(np.int64(2)))
+        h = never
+        if budget is not None:
+            over = g.cast(g.op("Greater", run, g.unsqueeze(budget, [1])), TensorProto.INT32)
+            first = g.op("ArgMax", over, axis=1, keepdims=1)
+            hit = g.op("GatherElements", sslot, first, axis=1)
+            any_over = g.cast(g.op("ReduceMax", over, g.const([1], np.int64), keepdims=0), BOOL)
+            h = g.where(any_over, g.squeeze(hit, [1]), never)
+        n_paid = g.op("ReduceSum", g.cast(g.op("Less", sslot, g.unsqueeze(h, [1])), I64),
+                      g.const([1], np.int64), keepdims=1)
+        at = g.op("Max", g.op("Sub", n_paid, g.const(np.int64(1))), g.const(np.int64(0)))
+        paid = g.squeeze(g.op("GatherElements", run, at, axis=1), [1])
+        cost = g.where(g.op("Greater", g.squeeze(n_paid, [1]), g.const(np.int64(0))), paid,
+                       g.const(np.float64(0)))
+        return h, cost
+
+
+def _has_trees(tab):
+    return bool(np.any(tab.node_kind == KIND_TREES))
+
+
+def _has_kernels(tab):
+    return bool(np.any(tab.node_kind == KIND_KERNEL))
+
+
+def _finish(g: Graph, model, scores, extra):
+    """Canonical NaNs, the ONNX-ML prediction outputs, then scores and cost."""
+    task = model.task
+    K = task.n_outputs
+    scores = canonical_nan(g, scores)
+    outs = []
+
+    def out(src, name, elem, shape):
+        g.rename(src, name)
+        outs.append(helper.make_tensor_value_info(name, elem, shape))
+
+    if task.kind == "regression":
+        out(scores, "variable", F32, ["N", K])
+    else:
+        classes = list(task.classes)
+        is_int = all(isinstance(c, (int, np.integer)) and not isinstance(c, bool) for c in classes)
+        table = g.const(np.array(classes, np.int64 if is_int else str))
+        if task.kind == "binary":
+            s0 = g.squeeze(g.gather(scores, [0], 1), [1])
+            idx = g.cast(g.op("Greater", s0, g.const(np.float32(0))), I64)
+            proba = None
+            if task.transform == "logistic":
+                p = canonical_nan(g, logistic(g, g.gather(scores, [0], 1)))
+                proba = canonical_nan(g, g.concat([g.op("Sub", g.const(np.float32(1)), p), p], 1))
+        else:
+            idx, _ = first_argmax(g, scores, K)
+            proba = canonical_nan(g, softmax(g, scores, K)) if task.transform == "softmax" else None
+        out(g.op("Gather", table, idx), "label", I64 if is_int else TensorProto.STRING, ["N"])
+        if proba is not None:
+            out(proba, "probabilities", F32, ["N", task.n_proba])
+    out(scores, "scores", F32, ["N", K])
+    if extra is not None:
+        cost, stage, used = extra
+        out(cost, "cost", F64, ["N"])
+        out(stage, "stage", I64, ["N"])
+        if used is not None:
+            out(used, "features_used", BOOL, ["N", model.n_features])
+    return outs

@@ -1,0 +1,163 @@
+"""A small ONNX graph builder and the exact float32 building blocks.
+
+Every helper here emits standard ``ai.onnx`` operators whose results are
+fixed by IEEE 754 (elementwise +, -, *, /, comparisons, Floor, Where,
+Gather), so onnxruntime computes the same bits as the reference.  Sums whose
+order matters go through ``CumSum``, which onnxruntime evaluates
+sequentially (checked in tests/compilers/test_onnx_primitives.py).
+"""
+from __future__ import annotations
+
+import numpy as np
+from onnx import TensorProto, helper, numpy_helper
+
+from ..ir import numerics as NUM
+
+INT64_INF = np.int64(1) << 40   # "never": larger than any slot
+
+
+class Graph:
+    """Collects nodes and initializers; every op returns its output name."""
+
+    def __init__(self):
+        self.nodes, self.inits, self._n = [], [], 0
+
+    def _name(self, hint):
+        self._n += 1
+        return f"{hint}_{self._n}"
+
+    def const(self, value, dtype=None, hint="c") -> str:
+        a = np.asarray(value, dtype=dtype)
+        name = self._name(hint)
+        if a.dtype.kind in "US":
+            t = helper.make_tensor(name, TensorProto.STRING, a.shape,
+                                   [s.encode() for s in a.ravel().tolist()])
+        else:
+            t = numpy_helper.from_array(a, name)
+        self.inits.append(t)
+        return name
+
+    def op(self, op_type, *inputs, hint=None, domain="", n_out=1, **attrs):
+        outs = [self._name(hint or op_type.lower()) for _ in range(n_out)]
+        self.nodes.append(helper.make_node(op_type, list(inputs), outs, domain=domain, **attrs))
+        return outs[0] if n_out == 1 else outs
+
+    def rename(self, src, name):
+        """Expose ``src`` under a fixed graph-output name."""
+        self.nodes.append(helper.make_node("Identity", [src], [name]))
+        return name
+
+    # shorthands for the ops used most
+    def gather(self, x, idx, axis, dtype=np.int64):
+        return self.op("Gather", x, self.const(idx, dtype, "idx"), axis=axis)
+
+    def cast(self, x, to):
+        return self.op("Cast", x, to=to)
+
+    def unsqueeze(self, x, axes):
+        return self.op("Unsqueeze", x, self.const(list(axes), np.int64, "axes"))
+
+    def squeeze(self, x, axes):
+        return self.op("Squeeze", x, self.const(list(axes), np.int64, "axes"))
+
+    def concat(self, xs, axis):
+        return xs[0] if len(xs) == 1 else self.op("Concat", *xs, axis=axis)
+
+    def cumsum(self, x, axis):
+        return self.op("CumSum", x, self.const(axis, np.int64, "axis"))
+
+    def take_last(self, x, axis):
+        """x[..., -1, ...] along ``axis``, keeping the other axes."""
+        return self.squeeze(self.op("Slice", x, self.const([-1], np.int64), self.const(
+            [np.iinfo(np.int64).max], np.int64), self.const([axis], np.int64)), [axis])
+
+    def where(self, cond, a, b):
+        return self.op("Where", cond, a, b)
+
+
+def rows_like(g: Graph, X, value, dtype, tail=()):
+    """A tensor [N, *tail] filled with ``value`` (N from X's first dim)."""
+    n = g.op("Slice", g.op("Shape", X), g.const([0], np.int64), g.const([1], np.int64))
+    shape = g.concat([n, g.const(list(tail), np.int64)], 0) if tail else n
+    return g.op("Expand", g.const(np.full((1,) * (1 + len(tail)), value, dtype)), shape)
+
+
+def expand_rows(g: Graph, X, c):
+    """Broadcast constant ``c`` (shape [1, ...]) to [N, ...]."""
+    n = g.op("Slice", g.op("Shape", X), g.const([0], np.int64), g.const([1], np.int64))
+    rest = g.op("Slice", g.op("Shape", c), g.const([1], np.int64),
+                g.const([np.iinfo(np.int64).max], np.int64))
+    return g.op("Expand", c, g.concat([n, rest], 0))
+
+
+def filled(g: Graph, like, value, dtype):
+    """A tensor shaped like ``like`` filled with ``value``."""
+    return g.op("ConstantOfShape", g.op("Shape", like),
+                value=numpy_helper.from_array(np.array([value], dtype)))
+
+
+def canonical_nan(g: Graph, x):
+    """Every NaN becomes the canonical quiet NaN 0x7fc00000 (docs/numerics.md)."""
+    nan = np.array(NUM.CANONICAL_NAN_BITS, np.uint32).view(np.float32)
+    return g.where(g.op("IsNaN", x), g.const(nan), x)
+
+
+def expf(g: Graph, x):
+    """The portable expf of ir/numerics.py, op for op.  Out-of-range inputs
+    are clamped before the range reduction so the table lookup stays in
+    bounds; their results are then replaced, as in the reference."""
+    f32 = np.float32
+    in_range = g.op("And", g.op("LessOrEqual", x, g.const(NUM.EXP_HI)),
+                    g.op("GreaterOrEqual", x, g.const(NUM.EXP_LO)))
+    xc = g.where(in_range, x, g.const(f32(0)))
+    t = g.op("Add", g.op("Mul", xc, g.const(NUM.LOG2E)), g.const(NUM.HALF))
+    fn = g.op("Floor", t)
+    r = g.op("Sub", xc, g.op("Mul", fn, g.const(NUM.LN2_HI)))
+    r = g.op("Sub", r, g.op("Mul", fn, g.const(NUM.LN2_LO)))
+    c = NUM.EXP_POLY
+    p = g.const(c[0])
+    for coef in c[1:]:
+        p = g.op("Add", g.op("Mul", p, r), g.const(coef))
+    n = g.cast(fn, TensorProto.INT64)
+    low = g.op("Less", n, g.const(np.int64(-126)))
+    p = g.where(low, g.op("Mul", p, g.const(NUM.TWO_M64)), p)
+    n = g.where(low, g.op("Add", n, g.const(np.int64(64))), n)
+    high = g.op("Greater", n, g.const(np.int64(127)))
+    p = g.where(high, g.op("Mul", p, g.const(NUM.TWO)), p)
+    n = g.where(high, g.op("Sub", n, g.const(np.int64(1))), n)
+    pow2 = np.array([2.0 ** k for k in range(-126, 128)], np.float32)
+    y = g.op("Mul", p, g.op("Gather", g.const(pow2), g.op("Add", n, g.const(np.int64(126)))))
+    y = g.where(g.op("Less", x, g.const(NUM.EXP_LO)), g.const(f32(0)), y)
+    y = g.where(g.op("Greater", x, g.const(NUM.EXP_HI)), g.const(f32(np.inf)), y)
+    return g.where(g.op("IsNaN", x), x, y)
+
+
+def columns(g: Graph, x, K):
+    """The K columns of x [N, K] as [N] tensors."""
+    return [g.squeeze(g.gather(x, [k], 1), [1]) for k in range(K)]
+
+
+def first_argmax(g: Graph, s, K):
+    """Index of the first maximum per row, comparing with '>' from column 0,
+    so a NaN never displaces an earlier value (the reference's rule)."""
+    cols = columns(g, s, K)
+    best, idx = cols[0], filled(g, cols[0], 0, np.int64)
+    for k in range(1, K):
+        better = g.op("Greater", cols[k], best)
+        best = g.where(better, cols[k], best)
+        idx = g.where(better, g.const(np.int64(k)), idx)
+    return idx, best
+
+
+def softmax(g: Graph, s, K):
+    """e_k = expf(s_k - max), summed from 0 in index order, divided: as the reference."""
+    _, m = first_argmax(g, s, K)
+    e = expf(g, g.op("Sub", s, g.unsqueeze(m, [1])))
+    zero = filled(g, g.gather(e, [0], 1), 0.0, np.float32)   # the sum starts at +0
+    total = g.take_last(g.cumsum(g.concat([zero, e], 1), 1), 1)
+    return g.op("Div", e, g.unsqueeze(total, [1]))
+
+
+def logistic(g: Graph, s):
+    return g.op("Div", g.const(np.float32(1)),
+                g.op("Add", g.const(np.float32(1)), expf(g, g.op("Neg", s))))

@@ -1,0 +1,81 @@
+"""Run a compiled ONNX graph in onnxruntime with the common ``predict``.
+
+``OnnxRuntime(source)`` takes an ``onnx.ModelProto``, a path to a .onnx
+file, serialized bytes, or a skinflint ``Model`` (compiled on the spot in
+exact mode).  ``predict(X, budget=None)`` returns a ``Prediction``; rows go
+through in chunks so the graph's per-row intermediates ([rows, trees x
+depth] slot tables) stay within memory.
+"""
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+
+from .prediction import Prediction, as_budget, as_features
+
+CHUNK_ROWS = 4096
+
+
+class OnnxRuntime:
+    def __init__(self, source, *, threads=None, **compile_options):
+        import onnx
+        import onnxruntime as ort
+
+        if hasattr(source, "nodes") and hasattr(source, "task"):      # a skinflint Model
+            from ..compilers.onnx import compile_onnx
+            source = compile_onnx(source, **compile_options)
+        if isinstance(source, (str, os.PathLike)):
+            source = onnx.load(os.fspath(source))
+        elif isinstance(source, (bytes, bytearray)):
+            source = onnx.load_from_string(bytes(source))
+        self.proto = source
+        meta = {p.key: p.value for p in source.metadata_props}
+        if "skinflint.task" not in meta:
+            raise ValueError("not a skinflint ONNX graph (no skinflint.task metadata)")
+        self.task = json.loads(meta["skinflint.task"])
+        self.mode = meta.get("skinflint.mode", "exact")
+        self.feature_names = [f["name"] for f in json.loads(meta["skinflint.features"])]
+        opts = ort.SessionOptions()
+        if threads:
+            opts.intra_op_num_threads = int(threads)
+        self.session = ort.InferenceSession(source.SerializeToString(), opts,
+                                            providers=["CPUExecutionProvider"])
+        self.inputs = {i.name for i in self.session.get_inputs()}
+        self.outputs = [o.name for o in self.session.get_outputs()]
+
+    @property
+    def n_features(self) -> int:
+        return len(self.feature_names)
+
+    def run(self, X, budget=None) -> dict:
+        """The graph's raw outputs by name, rows in chunks."""
+        X = as_features(X, self.n_features)
+        N = X.shape[0]
+        if budget is not None and "budget" not in self.inputs:
+            raise ValueError("this ONNX graph was compiled without a budget input "
+                             "(compile_onnx(..., budget=True))")
+        b = as_budget(budget, N)
+        parts = {name: [] for name in self.outputs}
+        for r0 in range(0, max(N, 1), CHUNK_ROWS):
+            feed = {"X": X[r0:r0 + CHUNK_ROWS]}
+            if "budget" in self.inputs:
+                feed["budget"] = b[r0:r0 + CHUNK_ROWS]
+            for name, v in zip(self.outputs, self.session.run(self.outputs, feed)):
+                parts[name].append(v)
+        return {k: np.concatenate(v) for k, v in parts.items()}
+
+    def predict(self, X, budget=None) -> Prediction:
+        """cost, stage and features_used are None for a fast-mode graph."""
+        out = self.run(X, budget)
+        if self.task["kind"] == "regression":
+            v = out["variable"]
+            output = v[:, 0].copy() if v.shape[1] == 1 else v
+        else:
+            # the reference's label dtype (int64, or a str dtype for named classes)
+            output = out["label"].astype(np.asarray(self.task["classes"]).dtype)
+        return Prediction(output=output, scores=out["scores"], proba=out.get("probabilities"),
+                          cost=out.get("cost"), stage=out.get("stage"),
+                          features_used=out.get("features_used"))
+
