@@ -39,12 +39,13 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper
 
-from ..ir.lowering import (KIND_ANYTIME, KIND_CASCADE, KIND_CTREE, KIND_KERNEL, KIND_LINEAR,
-                           KIND_TREES, Tables, lower)
+from ..ir.lowering import (KIND_ANYTIME, KIND_CASCADE, KIND_KERNEL, KIND_LINEAR, KIND_TREES,
+                           Tables, lower)
 from .onnx_graph import (INT64_INF, Graph, canonical_nan, expand_rows, expf, filled,
                          first_argmax, logistic, rows_like, softmax)
 from .onnx_schedule import TreePaths, UnitLayout, schedule, tree_paths
-from .onnx_trees import MAX_EXACT_ID, ML_OPSET, supported_tree_op, tree_ensemble
+from .onnx_trees import (AGG_MIN, AGG_SUM, MAX_EXACT, ML_OPSET, Forest, ir_forest,
+                         supported_tree_op, tree_ensemble)
 
 DEFAULT_OPSET = 18      # ScatterElements(reduction="min") needs 18
 EXIT_LE, EXIT_GE, EXIT_ABS_GE = 1, 2, 3
@@ -117,22 +118,50 @@ class _Exact:
         self.F = model.n_features
         self.layout = UnitLayout(self.F, tab.tree_root.shape[0] if _has_trees(tab) else 0,
                                  tab.sv_cost.shape[0] if _has_kernels(tab) else 0)
-        self.paths: TreePaths = tree_paths(tab, self.layout.n_trees, self.layout.pad)
-        self._values, self._leaf = {}, None
+        self.paths: TreePaths = tree_paths(tab, self.layout.n_trees, self.F)
+        self.sched = schedule(tab, self.layout, self.paths.tree_depth)
+        self._values, self._ensemble = {}, None
 
     # -- trees ------------------------------------------------------------
+    def ensemble(self):
+        """One MIN-aggregated tree ensemble, [N, R * F + T] float32: per
+        region r and feature j, 1 + the first slot at which a tree path in r
+        touches j below the root (0: never); then per tree, its leaf."""
+        if self._ensemble is None:
+            t, p, sc = self.t, self.paths, self.sched
+            F, R, T = self.F, sc.n_regions, self.layout.n_trees
+            if sc.occ_slot.size and sc.occ_slot.max() + p.tree_depth.max() + 2 >= MAX_EXACT:
+                raise ValueError("the model has too many evaluation steps for the exact ONNX graph")
+            if t.tn_feature.shape[0] >= MAX_EXACT:
+                raise ValueError("the exact ONNX graph handles fewer than 2^24 tree nodes")
+            forests = [ir_forest(t, p, np.arange(T), vote=lambda nodes, was_leaf: (
+                R * F + p.tree_of[nodes], nodes.astype(np.float32)))]
+            pad = R * F + T          # a target nobody reads
+            for r in range(R):
+                occ = sc.occ_region == r
+                trees, slots = sc.occ_tree[occ], sc.occ_slot[occ]
+                order = np.argsort(trees)
+                trees = trees[order]
+                slot_of = np.zeros(T, np.int64)
+                slot_of[trees] = slots[order]
+                for d in range(1, int(p.tree_depth[trees].max(initial=0))):
+                    deep = p.tree_depth[trees] > d
+
+                    def vote(nodes, was_leaf, d=d, r=r):
+                        s = slot_of[p.tree_of[nodes]]
+                        return (np.where(was_leaf, pad, r * F + t.tn_feature[nodes]),
+                                np.where(was_leaf, 1, s + 2 + d).astype(np.float32))
+                    forests.append(ir_forest(t, p, trees[deep], max_depth=d, vote=vote))
+            y = tree_ensemble(self.g, self.X, Forest.concat(forests), pad + 1, self.op, AGG_MIN)
+            self._ensemble = y
+        return self._ensemble
+
     def leaf(self):
         """[N, T] int64: the global node index of the leaf each tree reaches."""
-        if self._leaf is None:
-            M = self.t.tn_feature.shape[0]
-            if M >= MAX_EXACT_ID:
-                raise ValueError(f"{M} tree nodes: the exact ONNX graph handles fewer than 2^24")
-            T = self.layout.n_trees
-            votes = lambda leaves: (np.arange(leaves.size), self.paths.tree_of[leaves],  # noqa: E731
-                                    leaves.astype(np.float32))
-            y = tree_ensemble(self.g, self.X, self.t, self.paths, np.arange(T), votes, T, self.op)
-            self._leaf = self.g.cast(y, I64)
-        return self._leaf
+        g, R, T = self.g, self.sched.n_regions, self.layout.n_trees
+        y = g.op("Slice", self.ensemble(), g.const([R * self.F], np.int64),
+                 g.const([R * self.F + T], np.int64), g.const([1], np.int64))
+        return g.cast(y, I64)
 
     def tree_values(self, trees, outputs):
         """[N, len(trees), len(outputs)] float32 leaf values, by lookup."""
@@ -150,15 +179,12 @@ class _Exact:
         n = t.top
         K = int(t.node_width[n])
         trees = np.arange(t.node_first[n], t.node_first[n] + t.node_count[n])
-        lv = t.leaf_value
-
-        def votes(leaves):
-            pos = np.repeat(np.arange(leaves.size), K)
-            k = np.tile(np.arange(K), leaves.size)
-            return pos, k, lv[t.tn_value[leaves][pos] + k]
-
+        # one copy of the forest per output: a leaf casts one vote
+        forest = Forest.concat([ir_forest(t, self.paths, trees, vote=lambda nodes, was_leaf, k=k: (
+            np.full(nodes.size, k), t.leaf_value[t.tn_value[nodes] + k])) for k in range(K)])
         base = t.bias[t.node_bias[n]: t.node_bias[n] + K]
-        return tree_ensemble(self.g, self.X, t, self.paths, trees, votes, K, self.op, base)
+        total = tree_ensemble(self.g, self.X, forest, K, self.op, AGG_SUM)
+        return self.g.op("Add", total, self.g.const(base[None]))
 
     # -- node values ------------------------------------------------------
     def prefix(self, n):
@@ -297,46 +323,52 @@ class _Exact:
         return g.concat([prior] + vals, 1)
 
     # -- cost, halting, stage ---------------------------------------------
-    def unit_slots(self, sched, mask):
-        """[N, units + 1] int64: per row, the slot of each unit's first touch."""
-        g, L = self.g, self.layout
-        idx_parts, slot_parts = [], []
-        dmax = self.paths.path.shape[1]
-        if sched.occ_tree.size and dmax:
-            E = sched.occ_tree.size
-            leaf = g.gather(self.leaf(), sched.occ_tree, 1)                            # [N, E]
-            feats = g.op("Gather", g.const(self.paths.path), leaf)                     # [N, E, D]
-            slots = (sched.occ_slot[:, None] + 1 + np.arange(dmax)[None, :])[None]     # [1, E, D]
-            slots = self._masked(g.const(slots), mask, sched.occ_region, 2)
-            flat = g.const(np.array([0, E * dmax], np.int64))
-            idx_parts.append(g.op("Reshape", feats, flat))
-            slot_parts.append(g.op("Reshape", slots, flat))
-        if sched.ev_unit.size:
-            idx_parts.append(expand_rows(g, self.X, g.const(sched.ev_unit[None])))
-            slot_parts.append(self._masked(g.const(sched.ev_slot[None]), mask, sched.ev_region, 1))
-        data = rows_like(g, self.X, INT64_INF, np.int64, (L.pad + 1,))
-        if not idx_parts:
-            return data
-        return g.op("ScatterElements", data, g.concat(idx_parts, 1), g.concat(slot_parts, 1),
-                    axis=1, reduction="min")
+    def _static(self, units):
+        """[R, len(units)] int64: per region, the first static event of each unit."""
+        sc = self.sched
+        col = np.full(self.layout.n_features + self.layout.n_trees + self.layout.n_sv, -1, np.int64)
+        col[units] = np.arange(len(units))
+        out = np.full((sc.n_regions, len(units)), INT64_INF, np.int64)
+        keep = col[sc.ev_unit] >= 0
+        np.minimum.at(out, (sc.ev_region[keep], col[sc.ev_unit[keep]]), sc.ev_slot[keep])
+        return out
 
-    def _masked(self, slots, mask, regions, rank):
-        """Slots of events whose region is inactive for a row become 'never'."""
+    def _first_active(self, per_region, mask, per_row):
+        """Slots per region, [N, R, U] (or a constant [1, R, U] when not
+        ``per_row``) -> [N, U]: the smallest among the row's active regions."""
         g = self.g
         if mask is None:
-            return expand_rows(g, self.X, slots)
-        m = g.gather(mask, regions, 1)
-        if rank == 2:
-            m = g.unsqueeze(m, [2])
-        return g.where(m, slots, g.const(INT64_INF))
+            one = g.squeeze(per_region, [1])
+            return one if per_row else expand_rows(g, self.X, one)
+        hidden = g.where(g.unsqueeze(mask, [2]), per_region, g.const(INT64_INF))
+        return g.op("ReduceMin", hidden, g.const([1], np.int64), keepdims=0)
+
+    def feature_slots(self, mask):
+        """[N, F] int64: per row, the slot of each feature's first touch."""
+        g, sc, F = self.g, self.sched, self.F
+        R = sc.n_regions
+        static = self._static(np.arange(F))
+        # a tree's root feature is touched by every row that runs the tree
+        t = self.t
+        if sc.occ_tree.size:
+            root = t.tree_root[sc.occ_tree]
+            inner = t.tn_feature[root] >= 0
+            np.minimum.at(static, (sc.occ_region[inner], t.tn_feature[root[inner]]),
+                          sc.occ_slot[inner] + 1)
+        per_region = g.const(static[None])
+        if self.layout.n_trees and self.paths.tree_depth.max() > 1:
+            y = g.cast(g.op("Slice", self.ensemble(), g.const([0], np.int64), g.const([R * F], np.int64),
+                            g.const([1], np.int64)), I64)
+            y = g.op("Reshape", y, g.const([0, R, F], np.int64))
+            path = g.where(g.op("Equal", y, g.const(np.int64(0))), g.const(INT64_INF),
+                           g.op("Sub", y, g.const(np.int64(1))))
+            return self._first_active(g.op("Min", path, per_region), mask, per_row=True)
+        return self._first_active(per_region, mask, per_row=False)
 
     def run(self, with_budget):
-        g, t, L = self.g, self.t, self.layout
-        sched = schedule(t, L, self.paths.tree_depth)
+        g, t, L, sched = self.g, self.t, self.layout, self.sched
         mask = None if t.top_kind <= KIND_KERNEL else self.active_regions()
-        units = self.unit_slots(sched, mask)
-        feat_slots = g.op("Slice", units, g.const([0], np.int64), g.const([self.F], np.int64),
-                          g.const([1], np.int64))
+        feat_slots = self.feature_slots(mask)
         # groups: paid at the first touch of any member, together with it
         fg = self.m.feature_groups
         G = len(self.m.groups)
@@ -345,37 +377,34 @@ class _Exact:
             idx = expand_rows(g, self.X, g.const(np.where(fg >= 0, fg, G).astype(np.int64)[None]))
             group_slots = g.op("ScatterElements", rows_like(g, self.X, INT64_INF, np.int64, (G + 1,)),
                                idx, feat_slots, axis=1, reduction="min")
-        # units with a cost, with sort keys: a group sorts just before its feature
-        cols, costs, parity, from_groups = [], [], [], []
-        fc = self.m.feature_costs
-        for j in np.flatnonzero(fc > 0):
-            cols.append(j), costs.append(fc[j]), parity.append(1)
-        if L.n_trees:
-            for tt in np.flatnonzero(t.tree_cost > 0):
-                cols.append(L.tree0 + tt), costs.append(t.tree_cost[tt]), parity.append(1)
-        if L.n_sv:
-            for s in np.flatnonzero(t.sv_cost > 0):
-                cols.append(L.sv0 + s), costs.append(t.sv_cost[s]), parity.append(1)
-        gc = self.m.group_costs
-        for k in np.flatnonzero(gc > 0) if G else []:
-            from_groups.append(k), costs.append(gc[k]), parity.append(0)
+        # the units with a cost; in the sort a group comes just before its feature
+        fc, gc = self.m.feature_costs, self.m.group_costs
+        feats = np.flatnonzero(fc > 0)
+        trees = np.flatnonzero(t.tree_cost[:L.n_trees] > 0)
+        svs = np.flatnonzero(t.sv_cost[:L.n_sv] > 0)
+        groups = np.flatnonzero(gc > 0) if G else np.zeros(0, np.int64)
         parts = []
-        if cols:
-            parts.append(g.gather(units, np.array(cols, np.int64), 1))
-        if from_groups:
-            parts.append(g.gather(group_slots, np.array(from_groups, np.int64), 1))
+        if feats.size:
+            parts.append(g.gather(feat_slots, feats, 1))
+        others = np.concatenate([L.tree0 + trees, L.sv0 + svs])
+        if others.size:
+            parts.append(self._first_active(g.const(self._static(others)[None]), mask, per_row=False))
+        if groups.size:
+            parts.append(g.gather(group_slots, groups, 1))
+        costs = np.concatenate([fc[feats], t.tree_cost[trees], t.sv_cost[svs], gc[groups]])
+        parity = np.r_[np.ones(costs.size - groups.size, np.int64), np.zeros(groups.size, np.int64)]
         budget = "budget" if with_budget else None
         never = rows_like(g, self.X, INT64_INF, np.int64)
         if parts:
-            h, cost = self._pay(g.concat(parts, 1), np.array(costs, np.float64),
-                                np.array(parity, np.int64), budget, never)
+            h, cost = self._pay(g.concat(parts, 1), costs.astype(np.float64), parity, budget, never)
         else:
             h, cost = never, rows_like(g, self.X, 0.0, np.float64)
         if budget is not None:
             # a negative budget halts at the very first unit, even a free one
-            real = g.op("Slice", units, g.const([0], np.int64), g.const([L.pad], np.int64),
-                        g.const([1], np.int64))
-            first = g.op("ReduceMin", real, g.const([1], np.int64), keepdims=0)
+            first_static = np.full((sched.n_regions, 1), INT64_INF, np.int64)
+            np.minimum.at(first_static[:, 0], sched.ev_region, sched.ev_slot)
+            first = g.op("Min", g.op("ReduceMin", feat_slots, g.const([1], np.int64), keepdims=0),
+                         g.squeeze(self._first_active(g.const(first_static[None]), mask, per_row=False), [1]))
             h = g.where(g.op("Less", budget, g.const(np.float64(0))), first, h)
         h_col = g.unsqueeze(h, [1])
         used = g.op("Less", feat_slots, h_col)

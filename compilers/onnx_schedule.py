@@ -95,8 +95,7 @@ class Schedule:
 
 @dataclass(frozen=True)
 class UnitLayout:
-    """Cost units as columns: features, trees, support vectors, then one
-    padding column that absorbs path entries beyond a leaf."""
+    """Cost units as columns: features, trees, then support vectors."""
     n_features: int
     n_trees: int
     n_sv: int
@@ -108,10 +107,6 @@ class UnitLayout:
     @property
     def sv0(self):
         return self.n_features + self.n_trees
-
-    @property
-    def pad(self):
-        return self.n_features + self.n_trees + self.n_sv
 
 
 class _Unroller:

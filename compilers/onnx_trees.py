@@ -1,46 +1,48 @@
-"""Tree banks as one ai.onnx.ml tree-ensemble operator.
+"""Forests of (possibly truncated) trees as one ai.onnx.ml tree-ensemble op.
 
-Two emitters of the same forest:
+Two emitters of the same ``Forest``:
 
 * ``TreeEnsemble`` (ai.onnx.ml opset 5), used when the installed
   onnxruntime runs it;
 * ``TreeEnsembleRegressor`` (ai.onnx.ml opset 3), the fallback.
 
-Each leaf carries (target, weight) votes chosen by the caller: in exact mode
-the weight is the leaf's own global node index, one target per tree, so the
-graph learns *which* leaf each tree reached and looks up everything else
-(value, path features) exactly; in fast mode the weights are the leaf values
-summed by the operator.
+Every leaf casts one (target, weight) vote.  The exact graph uses two kinds
+of trees in one MIN-aggregated ensemble (see compilers/onnx.py):
+
+* each IR tree in full, voting its leaf's global node index on the tree's
+  own target (the only vote that target gets, so MIN returns it exactly);
+* each IR tree *truncated at depth d*: its depth-d nodes become leaves that
+  vote "feature f was touched at slot s" on feature f's target.  MIN over all
+  of them gives, per row, the first slot at which each feature is touched,
+  computed inside the operator's own loop instead of as [rows, trees x depth]
+  tensors.
 """
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 
 import numpy as np
-from onnx import helper, numpy_helper
+from onnx import TensorProto, helper, numpy_helper
 
 from ..ir.lowering import Tables
 from .onnx_graph import Graph
 from .onnx_schedule import TreePaths
 
 ML_OPSET = {"TreeEnsemble": 5, "TreeEnsembleRegressor": 3}
-MAX_EXACT_ID = 1 << 24     # leaf ids travel as float32 weights: exact below 2^24
+MAX_EXACT = 1 << 24     # votes travel as float32: integers below 2^24 are exact
+AGG_SUM, AGG_MIN = 1, 2
 
 
 @functools.lru_cache(maxsize=None)
 def supported_tree_op() -> str:
     """The newest tree operator the installed onnxruntime can run."""
     import onnxruntime as ort
-    from onnx import TensorProto
-    node = helper.make_node(
-        "TreeEnsemble", ["X"], ["Y"], domain="ai.onnx.ml", nodes_featureids=[0],
-        nodes_splits=numpy_helper.from_array(np.zeros(1, np.float32)),
-        nodes_modes=numpy_helper.from_array(np.zeros(1, np.uint8)), nodes_truenodeids=[0],
-        nodes_trueleafs=[1], nodes_falsenodeids=[1], nodes_falseleafs=[1],
-        leaf_targetids=[0, 0], leaf_weights=numpy_helper.from_array(np.ones(2, np.float32)),
-        tree_roots=[0], n_targets=1, aggregate_function=1, post_transform=0)
-    graph = helper.make_graph([node], "probe", [helper.make_tensor_value_info("X", TensorProto.FLOAT, ["N", 1])],
-                              [helper.make_tensor_value_info("Y", TensorProto.FLOAT, ["N", 1])])
+    g = Graph()
+    out = _emit_v5(g, "X", Forest.single_leaf(1.0), 1, AGG_SUM)
+    graph = helper.make_graph(g.nodes, "probe",
+                              [helper.make_tensor_value_info("X", TensorProto.FLOAT, ["N", 1])],
+                              [helper.make_tensor_value_info(out, TensorProto.FLOAT, ["N", 1])])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18),
                                                     helper.make_opsetid("ai.onnx.ml", 5)])
     try:
@@ -50,113 +52,130 @@ def supported_tree_op() -> str:
         return "TreeEnsembleRegressor"
 
 
-def _forest(tab: Tables, paths: TreePaths, trees):
-    """The nodes of ``trees`` (global indices), in (tree, depth, index) order."""
-    keep = np.isin(paths.tree_of, trees)
-    nodes = np.flatnonzero(keep)
-    order = np.lexsort((nodes, paths.depth[nodes], np.searchsorted(trees, paths.tree_of[nodes])))
-    return nodes[order]
+@dataclass
+class Forest:
+    """Nodes in (tree, depth) order, so each tree's root comes first.
+    left/right are forest node ids, -1 at leaves; target/weight at leaves."""
+    tree: np.ndarray        # [n] forest tree of each node
+    feature: np.ndarray     # [n] -1 at leaves
+    threshold: np.ndarray   # [n] float32
+    missing_left: np.ndarray
+    left: np.ndarray
+    right: np.ndarray
+    target: np.ndarray      # [n] -1 at internal nodes
+    weight: np.ndarray      # [n] float32
+
+    @property
+    def n_trees(self):
+        return int(self.tree[-1]) + 1 if self.tree.size else 0
+
+    @staticmethod
+    def single_leaf(weight):
+        z = np.zeros(1, np.int64)
+        return Forest(z, z - 1, np.zeros(1, np.float32), z, z - 1, z - 1, z,
+                      np.array([weight], np.float32))
+
+    @staticmethod
+    def concat(forests):
+        forests = [f for f in forests if f.tree.size]
+        parts, node0, tree0 = [], 0, 0
+        for f in forests:
+            shift = lambda a: np.where(a >= 0, a + node0, -1)  # noqa: E731
+            parts.append((f.tree + tree0, f.feature, f.threshold, f.missing_left,
+                          shift(f.left), shift(f.right), f.target, f.weight))
+            node0 += f.tree.size
+            tree0 += f.n_trees
+        return Forest(*(np.concatenate(cols) for cols in zip(*parts)))
 
 
-def tree_ensemble(g: Graph, X, tab: Tables, paths: TreePaths, trees, leaf_votes, n_targets,
-                  op: str, base_values=None):
-    """Emit one ensemble over global ``trees`` (sorted).  ``leaf_votes(leaves)``
-    returns (leaf position, target, weight) arrays: the votes of each leaf
-    (positions index ``leaves``).  Returns the output name ([N, n_targets])."""
+def ir_forest(tab: Tables, paths: TreePaths, trees, max_depth=None, vote=None) -> Forest:
+    """Global ``trees`` as a forest, optionally cut at depth ``max_depth``
+    (deeper nodes dropped, depth-``max_depth`` nodes made leaves).
+    ``vote(nodes, was_leaf)`` gives (target, weight) for the forest's leaves."""
     trees = np.asarray(trees, np.int64)
-    nodes = _forest(tab, paths, trees)
-    is_leaf = tab.tn_feature[nodes] < 0
-    leaves, inner = nodes[is_leaf], nodes[~is_leaf]
-    pos, target, weight = leaf_votes(leaves)
-    base = {} if base_values is None else {"base_values": [float(v) for v in base_values]}
+    keep = np.isin(paths.tree_of, trees)
+    if max_depth is not None:
+        keep &= paths.depth <= max_depth
+    nodes = np.flatnonzero(keep)
+    rank = np.searchsorted(trees, paths.tree_of[nodes])
+    nodes = nodes[np.lexsort((nodes, paths.depth[nodes], rank))]
+    rank = np.searchsorted(trees, paths.tree_of[nodes])
+    local = np.full(tab.tn_feature.shape[0], -1, np.int64)
+    local[nodes] = np.arange(nodes.size)
+    was_leaf = tab.tn_feature[nodes] < 0
+    leaf = was_leaf.copy()
+    if max_depth is not None:
+        leaf |= paths.depth[nodes] == max_depth
+    left = np.where(leaf, -1, local[np.maximum(tab.tn_left[nodes], 0)])
+    right = np.where(leaf, -1, local[np.maximum(tab.tn_right[nodes], 0)])
+    target = np.full(nodes.size, -1, np.int64)
+    weight = np.zeros(nodes.size, np.float32)
+    t, w = vote(nodes[leaf], was_leaf[leaf])
+    target[leaf], weight[leaf] = t, w
+    return Forest(rank, np.where(leaf, -1, tab.tn_feature[nodes]).astype(np.int64),
+                  tab.tn_threshold[nodes], tab.tn_missing_left[nodes].astype(np.int64),
+                  left, right, target, weight)
+
+
+def tree_ensemble(g: Graph, X, forest: Forest, n_targets: int, op: str, aggregate: int):
+    """Emit the forest; returns the output name ([N, n_targets] float32)."""
     if op == "TreeEnsemble":
-        return _ensemble_v5(g, X, tab, trees, leaves, inner, pos, target, weight, n_targets, base)
-    return _ensemble_v3(g, X, tab, paths, trees, nodes, pos, target, weight, n_targets, base,
-                        leaves)
+        return _emit_v5(g, X, forest, n_targets, aggregate)
+    return _emit_v3(g, X, forest, n_targets, aggregate)
 
 
-def _ensemble_v5(g, X, tab, trees, leaves, inner, pos, target, weight, n_targets, base):
-    M = tab.tn_feature.shape[0]
-    # opset 5 has no single-leaf trees: such a tree gets a split whose both
-    # branches reach its leaf
-    single = tab.tn_feature[tab.tree_root[trees]] < 0
-    lone = tab.tree_root[trees][single]
-    imap = np.full(M, -1, np.int64)
+def _emit_v5(g, X, f: Forest, n_targets, aggregate):
+    # opset 5 has no single-leaf trees: such a tree gets a split on feature 0
+    # whose both branches reach its leaf
+    is_leaf = f.feature < 0
+    roots = np.r_[0, np.flatnonzero(np.diff(f.tree)) + 1]
+    lone = roots[is_leaf[roots]]
+    inner = np.flatnonzero(~is_leaf)
+    leaves = np.flatnonzero(is_leaf)
+    imap = np.full(f.tree.size, -1, np.int64)
     imap[inner] = np.arange(inner.size)
-    lmap = np.full(M, -1, np.int64)
+    imap[lone] = inner.size + np.arange(lone.size)
+    lmap = np.full(f.tree.size, -1, np.int64)
     lmap[leaves] = np.arange(leaves.size)
 
     def branch(child):
-        leaf = tab.tn_feature[child] < 0
-        return np.where(leaf, lmap[child], imap[child]), leaf.astype(np.int64)
+        child = np.concatenate([child, lone])
+        leaf = is_leaf[child]
+        return np.where(leaf, lmap[child], imap[child]).tolist(), leaf.astype(np.int64).tolist()
 
-    t_ids, t_leaf = branch(tab.tn_left[inner])
-    f_ids, f_leaf = branch(tab.tn_right[inner])
-    feat = tab.tn_feature[inner].astype(np.int64)
-    split = tab.tn_threshold[inner]
-    miss = tab.tn_missing_left[inner].astype(np.int64)
-    n_inner = inner.size
-    roots = np.where(single, 0, imap[tab.tree_root[trees]])
-    roots[single] = n_inner + np.arange(lone.size)
-    feat = np.concatenate([feat, np.zeros(lone.size, np.int64)])
-    split = np.concatenate([split, np.zeros(lone.size, np.float32)])
-    miss = np.concatenate([miss, np.zeros(lone.size, np.int64)])
-    t_ids = np.concatenate([t_ids, lmap[lone]])
-    f_ids = np.concatenate([f_ids, lmap[lone]])
-    t_leaf = np.concatenate([t_leaf, np.ones(lone.size, np.int64)])
-    f_leaf = np.concatenate([f_leaf, np.ones(lone.size, np.int64)])
-    # opset 5 gives each leaf a single vote: with K votes per leaf (fast
-    # mode, one per output) the forest is emitted K times, copy k voting k
-    per_leaf = np.bincount(pos, minlength=leaves.size)
-    K = int(per_leaf.max()) if per_leaf.size else 1
-    if np.any(per_leaf != K):
-        raise ValueError("every leaf needs the same number of votes")
-    order = np.lexsort((target, pos))
-    tgt = target[order].reshape(leaves.size, K)
-    wts = weight[order].reshape(leaves.size, K)
-    ni, nl = feat.size, leaves.size
-
-    def copies(ids, leaf):
-        return np.concatenate([ids + np.where(leaf == 1, k * nl, k * ni) for k in range(K)])
-
-    return g.op("TreeEnsemble", X, domain="ai.onnx.ml", nodes_featureids=np.tile(feat, K).tolist(),
-                nodes_splits=numpy_helper.from_array(np.tile(split, K).astype(np.float32)),
-                nodes_modes=numpy_helper.from_array(np.zeros(ni * K, np.uint8)),
-                nodes_truenodeids=copies(t_ids, t_leaf).tolist(),
-                nodes_trueleafs=np.tile(t_leaf, K).tolist(),
-                nodes_falsenodeids=copies(f_ids, f_leaf).tolist(),
-                nodes_falseleafs=np.tile(f_leaf, K).tolist(),
-                nodes_missing_value_tracks_true=np.tile(miss, K).tolist(),
-                leaf_targetids=tgt.T.ravel().tolist(),
-                leaf_weights=numpy_helper.from_array(wts.T.ravel().astype(np.float32)),
-                tree_roots=copies(roots, np.zeros_like(roots)).tolist(), n_targets=int(n_targets),
-                aggregate_function=1, post_transform=0, **base)
+    t_ids, t_leaf = branch(f.left[inner])
+    f_ids, f_leaf = branch(f.right[inner])
+    n_splits = inner.size + lone.size
+    return g.op("TreeEnsemble", X, domain="ai.onnx.ml",
+                nodes_featureids=np.r_[f.feature[inner], np.zeros(lone.size, np.int64)].tolist(),
+                nodes_splits=numpy_helper.from_array(
+                    np.r_[f.threshold[inner], np.zeros(lone.size, np.float32)].astype(np.float32)),
+                nodes_modes=numpy_helper.from_array(np.zeros(n_splits, np.uint8)),
+                nodes_truenodeids=t_ids, nodes_trueleafs=t_leaf,
+                nodes_falsenodeids=f_ids, nodes_falseleafs=f_leaf,
+                nodes_missing_value_tracks_true=np.r_[f.missing_left[inner],
+                                                      np.zeros(lone.size, np.int64)].tolist(),
+                leaf_targetids=f.target[leaves].tolist(),
+                leaf_weights=numpy_helper.from_array(f.weight[leaves].astype(np.float32)),
+                tree_roots=imap[roots].tolist(), n_targets=int(n_targets),
+                aggregate_function=int(aggregate), post_transform=0)
 
 
-def _ensemble_v3(g, X, tab, paths, trees, nodes, pos, target, weight, n_targets, base, leaves):
-    tree_of = paths.tree_of[nodes]
-    # local ids: rank within the tree in (depth, index) order, so the root is 0
-    first = np.zeros(nodes.size, np.int64)
-    change = np.r_[True, tree_of[1:] != tree_of[:-1]]
-    first[change] = np.flatnonzero(change)
-    first = np.maximum.accumulate(first)
-    local = np.arange(nodes.size) - first
-    lid = np.zeros(tab.tn_feature.shape[0], np.int64)
-    lid[nodes] = local
-    tree_id = np.searchsorted(trees, tree_of)
-    feat = tab.tn_feature[nodes]
-    leaf = feat < 0
-    left = np.where(leaf, 0, lid[np.maximum(tab.tn_left[nodes], 0)])
-    right = np.where(leaf, 0, lid[np.maximum(tab.tn_right[nodes], 0)])
-    vleaf = leaves[pos]
+def _emit_v3(g, X, f: Forest, n_targets, aggregate):
+    roots = np.r_[0, np.flatnonzero(np.diff(f.tree)) + 1]
+    local = np.arange(f.tree.size) - roots[f.tree]      # root is node 0 of its tree
+    leaf = f.feature < 0
+    leaves = np.flatnonzero(leaf)
     return g.op("TreeEnsembleRegressor", X, domain="ai.onnx.ml",
-                nodes_treeids=tree_id.tolist(), nodes_nodeids=local.tolist(),
-                nodes_featureids=np.maximum(feat, 0).tolist(),
-                nodes_values=tab.tn_threshold[nodes].astype(np.float32).tolist(),
+                nodes_treeids=f.tree.tolist(), nodes_nodeids=local.tolist(),
+                nodes_featureids=np.maximum(f.feature, 0).tolist(),
+                nodes_values=f.threshold.astype(np.float32).tolist(),
                 nodes_modes=["LEAF" if x else "BRANCH_LEQ" for x in leaf],
-                nodes_truenodeids=left.tolist(), nodes_falsenodeids=right.tolist(),
-                nodes_missing_value_tracks_true=tab.tn_missing_left[nodes].astype(np.int64).tolist(),
-                target_treeids=np.searchsorted(trees, paths.tree_of[vleaf]).tolist(),
-                target_nodeids=lid[vleaf].tolist(), target_ids=np.asarray(target).tolist(),
-                target_weights=np.asarray(weight, np.float32).tolist(), n_targets=int(n_targets),
-                aggregate_function="SUM", post_transform="NONE", **base)
+                nodes_truenodeids=np.where(leaf, 0, local[np.maximum(f.left, 0)]).tolist(),
+                nodes_falsenodeids=np.where(leaf, 0, local[np.maximum(f.right, 0)]).tolist(),
+                nodes_missing_value_tracks_true=f.missing_left.tolist(),
+                target_treeids=f.tree[leaves].tolist(), target_nodeids=local[leaves].tolist(),
+                target_ids=f.target[leaves].tolist(),
+                target_weights=f.weight[leaves].astype(np.float32).tolist(),
+                n_targets=int(n_targets), aggregate_function={AGG_SUM: "SUM", AGG_MIN: "MIN"}[aggregate],
+                post_transform="NONE")
