@@ -39,8 +39,8 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper
 
-from ..ir.lowering import (KIND_ANYTIME, KIND_CASCADE, KIND_KERNEL, KIND_LINEAR, KIND_TREES,
-                           Tables, lower)
+from ..ir.lowering import (KIND_ANYTIME, KIND_CASCADE, KIND_CTREE, KIND_KERNEL, KIND_LINEAR,
+                           KIND_TREES, Tables, lower)
 from .onnx_graph import (INT64_INF, Graph, canonical_nan, expand_rows, expf, filled,
                          first_argmax, logistic, rows_like, softmax)
 from .onnx_schedule import TreePaths, UnitLayout, schedule, tree_paths
@@ -144,14 +144,22 @@ class _Exact:
                 trees = trees[order]
                 slot_of = np.zeros(T, np.int64)
                 slot_of[trees] = slots[order]
+                # every row in r touches a root feature at its tree's slot + 1:
+                # a deeper vote for that feature at a later slot cannot be first
+                sure = self._static_features()[r]
+                inner, fslot = t.tn_feature >= 0, np.zeros(t.tn_feature.shape[0], np.int64)
+                fslot[inner] = slot_of[p.tree_of[inner]] + 1 + p.depth[inner]
+                useful = inner & (fslot < sure[np.maximum(t.tn_feature, 0)])
                 for d in range(1, int(p.tree_depth[trees].max(initial=0))):
-                    deep = p.tree_depth[trees] > d
+                    at_d = useful & (p.depth == d)
+                    deep = np.intersect1d(trees, p.tree_of[at_d])
 
-                    def vote(nodes, was_leaf, d=d, r=r):
-                        s = slot_of[p.tree_of[nodes]]
-                        return (np.where(was_leaf, pad, r * F + t.tn_feature[nodes]),
-                                np.where(was_leaf, 1, s + 2 + d).astype(np.float32))
-                    forests.append(ir_forest(t, p, trees[deep], max_depth=d, vote=vote))
+                    def vote(nodes, was_leaf, r=r):
+                        wanted = useful[nodes]
+                        return (np.where(wanted, r * F + t.tn_feature[nodes], pad),
+                                np.where(wanted, fslot[nodes] + 1, 1).astype(np.float32))
+                    if deep.size:
+                        forests.append(ir_forest(t, p, deep, max_depth=d, vote=vote))
             y = tree_ensemble(self.g, self.X, Forest.concat(forests), pad + 1, self.op, AGG_MIN)
             self._ensemble = y
         return self._ensemble
@@ -333,6 +341,18 @@ class _Exact:
         np.minimum.at(out, (sc.ev_region[keep], col[sc.ev_unit[keep]]), sc.ev_slot[keep])
         return out
 
+    def _static_features(self):
+        """[R, F]: per region, the first slot at which a feature is touched
+        whatever the row: static events, and the root of every tree run."""
+        sc, t = self.sched, self.t
+        static = self._static(np.arange(self.F))
+        if sc.occ_tree.size:
+            root = t.tree_root[sc.occ_tree]
+            inner = t.tn_feature[root] >= 0
+            np.minimum.at(static, (sc.occ_region[inner], t.tn_feature[root[inner]]),
+                          sc.occ_slot[inner] + 1)
+        return static
+
     def _first_active(self, per_region, mask, per_row):
         """Slots per region, [N, R, U] (or a constant [1, R, U] when not
         ``per_row``) -> [N, U]: the smallest among the row's active regions."""
@@ -347,15 +367,7 @@ class _Exact:
         """[N, F] int64: per row, the slot of each feature's first touch."""
         g, sc, F = self.g, self.sched, self.F
         R = sc.n_regions
-        static = self._static(np.arange(F))
-        # a tree's root feature is touched by every row that runs the tree
-        t = self.t
-        if sc.occ_tree.size:
-            root = t.tree_root[sc.occ_tree]
-            inner = t.tn_feature[root] >= 0
-            np.minimum.at(static, (sc.occ_region[inner], t.tn_feature[root[inner]]),
-                          sc.occ_slot[inner] + 1)
-        per_region = g.const(static[None])
+        per_region = g.const(self._static_features()[None])
         if self.layout.n_trees and self.paths.tree_depth.max() > 1:
             y = g.cast(g.op("Slice", self.ensemble(), g.const([0], np.int64), g.const([R * F], np.int64),
                             g.const([1], np.int64)), I64)
@@ -412,11 +424,15 @@ class _Exact:
         done = g.op("GreaterOrEqual", h_col, g.const(sched.cp_end[None]))
         if mask is not None:
             done = g.op("And", done, g.gather(mask, sched.cp_region, 1))
-        key = g.where(done, g.const(sched.cp_order.astype(np.int32)[None]), g.const(np.int32(-1)))
-        best = g.op("ArgMax", key, axis=1, keepdims=0)
-        any_done = g.op("GreaterOrEqual", g.op("ReduceMax", key, g.const([1], np.int64), keepdims=0),
-                        g.const(np.int32(0)))
-        stage = g.where(any_done, best, g.const(np.int64(-1)))
+        if t.top_kind == KIND_CTREE:
+            key = g.where(done, g.const(sched.cp_order.astype(np.int32)[None]), g.const(np.int32(-1)))
+            best = g.op("ArgMax", key, axis=1, keepdims=0)
+            any_done = g.op("GreaterOrEqual", g.op("ReduceMax", key, g.const([1], np.int64), keepdims=0),
+                            g.const(np.int32(0)))
+            stage = g.where(any_done, best, g.const(np.int64(-1)))
+        else:   # checkpoints complete in order: count them
+            n_done = g.op("ReduceSum", g.cast(done, I64), g.const([1], np.int64), keepdims=0)
+            stage = g.op("Sub", n_done, g.const(np.int64(1)))
         vals = self.checkpoint_values()
         K = int(self.m.task.n_outputs)
         pick = g.op("Expand", g.unsqueeze(g.op("Add", stage, g.const(np.int64(1))), [1, 2]),
