@@ -71,6 +71,9 @@ def test_train_compile_verify_plot_round_trip(tmp_path, capsys):
     assert "static cost" in capsys.readouterr().out
     assert main(["compile", str(model), "--target", "c", "-o", str(tmp_path / "c")]) == 0
     assert (tmp_path / "c" / "model.c").exists()
+    assert main(["compile", str(model), "--target", "onnx", "-o", str(tmp_path / "m.onnx")]) == 0
+    import onnx
+    onnx.checker.check_model(onnx.load(str(tmp_path / "m.onnx")), full_check=True)
     assert main(["verify", str(model), "--data", str(data), "--json", str(tmp_path / "r.json")]) == 0
     import json
     assert json.loads((tmp_path / "r.json").read_text())["ok"] is True
@@ -96,6 +99,7 @@ def test_demo_quick_runs_end_to_end(tmp_path, capsys):
     assert main(["demo", "--quick", "--out", str(tmp_path / "demo")]) == 0
     out = capsys.readouterr().out
     assert "parity OK" in out
-    assert "c-lazy" in out and "MISMATCH" not in out
+    assert "c-lazy" in out and "onnx " in out and "MISMATCH" not in out
     assert (tmp_path / "demo" / "model.json").exists()
+    assert (tmp_path / "demo" / "model.onnx").exists()
     assert (tmp_path / "demo" / "c" / "spam.c").exists() or (tmp_path / "demo" / "c" / "model.c").exists()

@@ -1,12 +1,9 @@
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
 
 from skinflint import ir
-from skinflint.ir.random_model import random_model
 from skinflint.runtimes.c import CRuntime
 from skinflint.runtimes.c_targets import run_fuzzer
-from skinflint.runtimes.reference import predict
 from skinflint.verify import verify
 from tests.conftest import example_paths, load_example
 
@@ -25,16 +22,6 @@ def test_lazy_fetches_only_what_the_path_needs():
     # full path: sign_x, sign_z, z_+-; budget 11 stops before the 10-cost leaf feature
     np.testing.assert_array_equal(rt.last_fetch_counts, [3, 2, 0])
     np.testing.assert_array_equal(p.cost, [12, 2, 0])
-
-
-# 200 random models of every node kind per run, reference vs host C (dense
-# and on-demand), each on adversarial rows and budgets.
-@settings(max_examples=200, deadline=None, derandomize=True,
-          suppress_health_check=[HealthCheck.too_slow])
-@given(seed=st.integers(0, 2**31 - 1))
-def test_random_models_match_reference(seed):
-    report = verify(random_model(seed), backends=("c", "c-lazy"))
-    assert report.ok, f"seed {seed}\n{report.table()}"
 
 
 @pytest.mark.parametrize("name", ["cascade", "kernel_rbf", "multiclass"])

@@ -1,0 +1,95 @@
+"""The onnxruntime behaviours the exact ONNX graph relies on, each checked
+directly (compilers/onnx.py explains where each one is used)."""
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper
+
+from skinflint.compilers.onnx_graph import Graph, expf
+from skinflint.compilers.onnx_trees import AGG_MIN, Forest, tree_ensemble
+from skinflint.runtimes._expf import expf_array
+
+F32, F64, I64 = TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.INT64
+
+
+def run(build, feeds, elem_in, elem_out, ml=None):
+    """Build a one-output graph with ``build(g, *input_names)`` and run it."""
+    g = Graph()
+    names = list(feeds)
+    out = build(g, *names)
+    inputs = [helper.make_tensor_value_info(n, elem_in, list(feeds[n].shape)) for n in names]
+    g.rename(out, "Y")
+    graph = helper.make_graph(g.nodes, "t", inputs, [helper.make_tensor_value_info("Y", elem_out, None)],
+                              g.inits)
+    opsets = [helper.make_opsetid("", 18)] + ([helper.make_opsetid("ai.onnx.ml", ml)] if ml else [])
+    model = helper.make_model(graph, opset_imports=opsets)
+    model.ir_version = 9
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    return sess.run(["Y"], feeds)[0]
+
+
+def test_cumsum_is_sequential_and_copies_the_first_element():
+    rng = np.random.default_rng(0)
+    x = (rng.standard_normal((64, 3000)) * rng.choice([1e-4, 1.0, 1e5], (64, 3000))).astype(np.float32)
+    x[:, 0] = -0.0
+    y = run(lambda g, a: g.cumsum(a, 1), {"x": x}, F32, F32)
+    seq = np.empty_like(x)
+    acc = x[:, 0].copy()
+    seq[:, 0] = acc
+    for i in range(1, x.shape[1]):
+        acc = (acc + x[:, i]).astype(np.float32)
+        seq[:, i] = acc
+    assert np.array_equal(y.view(np.uint32), seq.view(np.uint32))   # -0.0 kept
+    xd = x.astype(np.float64) * 1.1
+    yd = run(lambda g, a: g.cumsum(a, 1), {"x": xd}, F64, F64)
+    assert np.array_equal(yd, np.cumsum(xd, axis=1))
+
+
+def test_topk_ascending_breaks_ties_by_index_and_argmax_takes_the_first():
+    k = np.array([[5, 2, 2, 9, 2, 1]], np.int64)
+    idx = run(lambda g, a: g.op("TopK", a, g.const([6], np.int64), axis=1, largest=0, sorted=1,
+                                n_out=2)[1], {"k": k}, I64, I64)
+    assert idx.tolist() == [[5, 1, 2, 4, 0, 3]]
+    first = run(lambda g, a: g.op("ArgMax", a, axis=1, keepdims=0),
+                {"a": np.array([[0, 3, 3, 1]], np.int32)}, TensorProto.INT32, I64)
+    assert first.tolist() == [1]
+
+
+def test_scatter_min_takes_the_smallest_update_per_cell():
+    data = np.full((2, 4), 99, np.int64)
+    idx = np.array([[0, 0, 2, 1, 1], [3, 3, 3, 0, 1]], np.int64)
+    upd = np.array([[5, 3, 7, 9, 2], [1, 0, 4, 6, 8]], np.int64)
+    y = run(lambda g, d, i, u: g.op("ScatterElements", d, i, u, axis=1, reduction="min"),
+            {"d": data, "i": idx, "u": upd}, I64, I64)
+    assert y.tolist() == [[3, 2, 7, 99], [6, 8, 99, 0]]
+
+
+@pytest.mark.parametrize("op", ["TreeEnsemble", "TreeEnsembleRegressor"])
+def test_min_ensemble_reports_zero_for_targets_without_votes(op):
+    # tree 0: x0 <= 0.5 -> leaf votes (target 0, 7) else leaf votes (target 1, 5);
+    # tree 1: a single leaf voting (target 0, 3).  Target 2 never gets a vote.
+    z = np.zeros
+    forest = Forest(tree=np.array([0, 0, 0, 1]), feature=np.array([0, -1, -1, -1]),
+                    threshold=np.array([0.5, 0, 0, 0], np.float32), missing_left=z(4, np.int64),
+                    left=np.array([1, -1, -1, -1]), right=np.array([2, -1, -1, -1]),
+                    target=np.array([-1, 0, 1, 0]), weight=np.array([0, 7, 5, 3], np.float32))
+    X = np.array([[0.0], [1.0], [np.nan]], np.float32)
+    y = run(lambda g, a: tree_ensemble(g, a, forest, 3, op, AGG_MIN), {"X": X}, F32, F32,
+            ml={"TreeEnsemble": 5, "TreeEnsembleRegressor": 3}[op])
+    assert y.tolist() == [[3, 0, 0], [3, 5, 0], [3, 5, 0]]   # NaN goes right (missing_left 0)
+
+
+def test_expf_graph_is_the_portable_expf_bit_for_bit():
+    # every 2^-11 of the float32 bit patterns (2M values over the whole line),
+    # plus the range limits, their neighbours, zeros, infinities and NaN
+    bits = np.arange(0, 2**32, 2**11, dtype=np.uint64).astype(np.uint32)
+    x = bits.view(np.float32)
+    edges = np.array([88.72283, -103.97208, 0.0, -0.0, np.inf, -np.inf, np.nan, 1e-30, -1e-30], np.float32)
+    x = np.concatenate([x, edges, np.nextafter(edges, np.float32(np.inf)),
+                        np.nextafter(edges, np.float32(-np.inf))])[None, :]
+    y = run(lambda g, a: expf(g, a), {"x": x}, F32, F32)
+    want = expf_array(x)
+    nan = np.isnan(want)
+    assert np.array_equal(np.isnan(y), nan)
+    assert np.array_equal(y[~nan].view(np.uint32), want[~nan].view(np.uint32))

@@ -1,0 +1,166 @@
+"""The ONNX backend: bit-exact scores, cost, stage and features used against
+the reference, for every example and trained model, with both tree
+operators; plus the graph's contract (validity, inputs, outputs, metadata)."""
+import json
+
+import numpy as np
+import onnx
+import pytest
+
+from skinflint import datasets, ir
+from skinflint.compilers.onnx import compile_onnx
+from skinflint.compilers.onnx_trees import supported_tree_op
+from skinflint.runtimes.onnx import OnnxRuntime
+from skinflint.runtimes.reference import predict
+from skinflint.verify import adversarial_rows, budgets_around, compare, verify
+from tests.conftest import example_paths, load_example
+
+TREE_OPS = ["TreeEnsemble", "TreeEnsembleRegressor"]
+
+
+def onnx_report(model, tree_op, X=None):
+    """verify()'s rows and budgets, through an ONNX graph built with ``tree_op``."""
+    rows = adversarial_rows(model, X)
+    free = predict(model, rows)
+    X2 = np.concatenate([rows, rows])
+    B2 = np.concatenate([np.full(len(rows), np.inf), budgets_around(free.cost)])
+    got = OnnxRuntime(model, tree_op=tree_op).predict(X2, B2)
+    return compare(model, X2, predict(model, X2, B2), got, f"onnx ({tree_op})")
+
+
+@pytest.mark.parametrize("tree_op", TREE_OPS)
+@pytest.mark.parametrize("path", example_paths(), ids=lambda p: p.rsplit("/", 1)[-1])
+def test_examples_match_reference(path, tree_op):
+    rep = onnx_report(ir.load(path), tree_op)
+    assert rep.ok, rep
+
+
+def test_the_newest_tree_operator_is_used_when_available():
+    import onnxruntime as ort
+    want = "TreeEnsemble" if tuple(int(x) for x in ort.__version__.split(".")[:2]) >= (1, 20) else None
+    if want:
+        assert supported_tree_op() == want
+    proto = compile_onnx(load_example("trees"))
+    ops = {n.op_type for n in proto.graph.node}
+    assert supported_tree_op() in ops
+
+
+def _fit(kind):
+    from skinflint.trainers import EarlyExitClassifier, GreedyMiserClassifier, GreedyMiserRegressor
+    ds = datasets.load_breast_cancer()
+    costs = dict(feature_costs=ds.feature_costs, feature_groups=ds.feature_groups,
+                 group_costs=ds.group_costs, random_state=0, verbose=0)
+    if kind == "binary":
+        est = GreedyMiserClassifier(n_estimators=30, max_depth=3, cost_tradeoff=1e-4,
+                                    tree_eval_cost=0.25, **costs)
+        return est.fit(ds.X, ds.y).to_ir(), ds.X
+    if kind == "regression":
+        est = GreedyMiserRegressor(n_estimators=30, max_depth=4, cost_tradeoff=1e-4, **costs)
+        return est.fit(ds.X, ds.X[:, 0] * 2 + ds.y).to_ir(), ds.X
+    if kind == "multiclass":
+        d = datasets.make_quadrant(600, seed=3)
+        y = (d.X[:, 0] > 0).astype(int) + (d.X[:, 1] > 0).astype(int)
+        est = GreedyMiserClassifier(n_estimators=15, max_depth=3, cost_tradeoff=1e-3,
+                                    feature_costs=d.feature_costs, random_state=0, verbose=0)
+        return est.fit(d.X, y).to_ir(), d.X
+    est = EarlyExitClassifier(n_estimators=40, max_depth=3, exit_every=5, threshold=1.0, **costs)
+    return est.fit(ds.X, ds.y).to_ir(), ds.X
+
+
+@pytest.mark.parametrize("kind", ["binary", "regression", "multiclass", "early_exit"])
+def test_trained_models_match_reference(kind):
+    model, X = _fit(kind)
+    report = verify(model, X[:300], backends=("onnx",))
+    assert report.ok, report.table()
+
+
+def test_trained_model_with_the_fallback_operator():
+    model, X = _fit("binary")
+    rep = onnx_report(model, "TreeEnsembleRegressor", X[:200])
+    assert rep.ok, rep
+
+
+def test_graph_is_valid_standard_and_loop_free():
+    for path in example_paths():
+        proto = compile_onnx(ir.load(path))
+        onnx.checker.check_model(proto, full_check=True)
+        onnx.shape_inference.infer_shapes(proto, check_type=True, strict_mode=True)
+        assert {o.domain for o in proto.opset_import} <= {"", "ai.onnx.ml"}
+        ops = {n.op_type for n in proto.graph.node}
+        assert not ops & {"Loop", "If", "Scan"}, path
+
+
+def test_outputs_inputs_and_metadata():
+    m = load_example("groups")
+    proto = compile_onnx(m)
+    assert [i.name for i in proto.graph.input] == ["X", "budget"]
+    names = [o.name for o in proto.graph.output]
+    assert names[-4:] == ["scores", "cost", "stage", "features_used"]
+    assert names[0] in ("label", "variable")
+    meta = {p.key: p.value for p in proto.metadata_props}
+    assert meta["skinflint.model_hash"] == m.hash()
+    feats = json.loads(meta["skinflint.features"])
+    assert [f["name"] for f in feats] == m.feature_names
+    assert [f["cost"] for f in feats] == list(m.feature_costs)
+    assert [g["name"] for g in json.loads(meta["skinflint.groups"])] == [g.name for g in m.groups]
+    assert "skinflint.version" in meta
+    classifier = compile_onnx(load_example("multiclass"))
+    assert [o.name for o in classifier.graph.output][:2] == ["label", "probabilities"]
+
+
+def test_without_budget_input():
+    m = load_example("trees")
+    proto = compile_onnx(m, budget=False, features_used=False)
+    assert [i.name for i in proto.graph.input] == ["X"]
+    assert "features_used" not in [o.name for o in proto.graph.output]
+    rt = OnnxRuntime(proto)
+    X = adversarial_rows(m)
+    got, ref = rt.predict(X), predict(m, X)
+    np.testing.assert_array_equal(got.cost, ref.cost)
+    with pytest.raises(ValueError, match="without a budget input"):
+        rt.predict(X, budget=1.0)
+
+
+def test_runtime_loads_paths_and_bytes(tmp_path):
+    m = load_example("cascade")
+    proto = compile_onnx(m)
+    onnx.save(proto, tmp_path / "m.onnx")
+    X = adversarial_rows(m)
+    ref = predict(m, X)
+    for src in (tmp_path / "m.onnx", str(tmp_path / "m.onnx"), proto.SerializeToString()):
+        np.testing.assert_array_equal(OnnxRuntime(src).predict(X).cost, ref.cost)
+    with pytest.raises(ValueError, match="not a skinflint ONNX graph"):
+        bare = onnx.ModelProto()
+        bare.CopyFrom(proto)
+        del bare.metadata_props[:]
+        OnnxRuntime(bare)
+
+
+def test_fast_mode_predicts_without_cost():
+    model, X = _fit("binary")
+    proto = compile_onnx(model, mode="fast")
+    assert [o.name for o in proto.graph.output] == ["label", "probabilities", "scores"]
+    got, ref = OnnxRuntime(proto).predict(X), predict(model, X)
+    assert got.cost is None and got.stage is None
+    # onnxruntime sums the trees in its own order: floating-point summation of
+    # n terms errs by at most (n - 1) * 2^-24 * sum|term| (Higham, Thm 4.4);
+    # the terms are the base score and each tree's leaf, bounded by its max |leaf|.
+    bank = model.nodes[model.output]
+    owner = bank.tree_ranges()
+    biggest = np.zeros(bank.n_trees)
+    np.maximum.at(biggest, owner, np.abs(bank.value[:, 0]))
+    bound = bank.n_trees * 2.0 ** -24 * (abs(float(bank.base_score[0])) + biggest.sum())
+    assert np.max(np.abs(got.scores.astype(np.float64) - ref.scores)) <= bound
+    with pytest.raises(ValueError, match="tree bank"):
+        compile_onnx(load_example("cascade"), mode="fast")
+
+
+def test_bad_options_are_errors():
+    m = load_example("trees")
+    with pytest.raises(ValueError, match="opset"):
+        compile_onnx(m, opset=17)
+    with pytest.raises(ValueError, match="mode"):
+        compile_onnx(m, mode="approximate")
+    with pytest.raises(ValueError, match="tree_op"):
+        compile_onnx(m, tree_op="TreeEnsembleClassifier")
+    assert compile_onnx(m, opset=20).opset_import[0].version == 20
