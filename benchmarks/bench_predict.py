@@ -1,7 +1,7 @@
 """Prediction speed, build time and code size of generated C, against
 tl2cgen-generated C for the same trees, in one run.
 
-    python benchmarks/bench_predict.py [--rows 20000]
+    python benchmarks/bench_predict.py [--rows 20000] [--only c|onnx]
 
 The trees come from LightGBM (depth 6, 63 leaves); they are converted to
 the skinflint IR (thresholds rounded down to float32, which is exact for
@@ -9,7 +9,13 @@ float32 inputs) and to tl2cgen through treelite.  One C harness times both
 per row, so no FFI overhead is measured.  Also reported: codegen + compile
 time at 100 and 1000 trees, Cortex-M4 object size and flash bytes per tree
 node, and the Python-level reference (numba) throughput.
-Needs: lightgbm, treelite, tl2cgen (pip), gcc; arm-none-eabi-gcc for sizes.
+
+ONNX: the same trees through onnxruntime as skinflint's exact graph (scores,
+per-row cost, stage, features used, budget input) and fast graph (one summed
+ensemble), against the onnxmltools conversion of the LightGBM model and
+LightGBM's own predict: batch throughput (rows/s) and single-row latency.
+Needs: lightgbm, treelite, tl2cgen, onnxmltools (pip; ``pip install -e
+'.[bench]'``), gcc; arm-none-eabi-gcc for sizes.
 """
 import argparse
 import shutil
@@ -83,70 +89,117 @@ def lightgbm_to_ir(booster, n_features):
     return ir.model(ir.features_from_costs(np.ones(n_features)), [bank], 0, task=ir.binary_task())
 
 
+def _throughput_and_latency(run, X, reps=3, singles=300):
+    """(rows/s on the whole batch, microseconds per single-row call)."""
+    run(X[:16])
+    _, t = timed(lambda: [run(X) for _ in range(reps)])
+    _, t1 = timed(lambda: [run(X[i:i + 1]) for i in range(singles)])
+    return len(X) * reps / t, t1 / singles * 1e6
+
+
+def bench_onnx(clf, model, X):
+    import onnxmltools
+    import onnxruntime as ort
+    from onnxmltools.convert.common.data_types import FloatTensorType
+
+    from skinflint.compilers.onnx import compile_onnx
+    F = X.shape[1]
+
+    def session(proto):
+        return ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
+
+    conv = session(onnxmltools.convert_lightgbm(clf, initial_types=[("X", FloatTensorType([None, F]))],
+                                                zipmap=False, target_opset=15))
+    exact_proto, t_compile = timed(lambda: compile_onnx(model))
+    exact, fast = session(exact_proto), session(compile_onnx(model, mode="fast"))
+    inf = np.full(len(X), np.inf)
+    rows = {
+        "onnxmltools + onnxruntime": _throughput_and_latency(lambda x: conv.run(None, {"X": x}), X),
+        "skinflint fast": _throughput_and_latency(lambda x: fast.run(None, {"X": x}), X),
+        "skinflint exact (+cost)": _throughput_and_latency(
+            lambda x: exact.run(None, {"X": x, "budget": inf[:len(x)]}), X),
+        "LightGBM predict": _throughput_and_latency(lambda x: clf.booster_.predict(x, raw_score=True), X),
+    }
+    base = rows["onnxmltools + onnxruntime"][0]
+    print(f"  ONNX (exact graph: {len(exact_proto.graph.node)} ops, compiled in {t_compile:.2f} s):")
+    for name, (tp, lat) in rows.items():
+        print(f"    {name:<28} {tp:>12,.0f} rows/s  ({base / tp:5.2f}x the converted model's time)"
+              f"  single row {lat:7.1f} us")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rows", type=int, default=20_000)
     ap.add_argument("--features", type=int, default=50)
+    ap.add_argument("--only", choices=["c", "onnx"], help="run one half (tl2cgen takes minutes)")
     args = ap.parse_args()
     import lightgbm as lgb
+    rng = np.random.default_rng(0)
+    F = args.features
+    X = rng.normal(size=(args.rows, F)).astype(np.float32)
+    y = (X[:, :5].sum(1) + np.sin(3 * X[:, 5]) > 0).astype(int)
+    print(f"{args.rows} rows x {F} features, depth-6 trees")
+    for T in (100, 1000):
+        clf = lgb.LGBMClassifier(n_estimators=T, max_depth=6, num_leaves=63, learning_rate=0.05,
+                                 verbose=-1).fit(X, y)
+        model = lightgbm_to_ir(clf.booster_, F)
+        print(f"\n{T} trees ({model.nodes[0].feature.shape[0]} nodes)")
+        if args.only != "c":
+            bench_onnx(clf, model, X)
+        if args.only != "onnx":
+            bench_c(clf.booster_, model, X, T, args.rows)
+
+
+def bench_c(booster, model, X, T, n_rows):
     import tl2cgen
     import treelite
     from skinflint.compilers.c import C_FLAGS, compile_c
     from skinflint.runtimes.c import CRuntime
     from skinflint.runtimes.reference import ReferenceRuntime
-    rng = np.random.default_rng(0)
-    F = args.features
-    X = rng.normal(size=(args.rows, F)).astype(np.float32)
-    y = (X[:, :5].sum(1) + np.sin(3 * X[:, 5]) > 0).astype(int)
     arm = shutil.which("arm-none-eabi-gcc")
-    print(f"{args.rows} rows x {F} features, depth-6 trees; times per row in ns (lower is better)")
-    for T in (100, 1000):
-        booster = lgb.LGBMClassifier(n_estimators=T, max_depth=6, num_leaves=63, learning_rate=0.05,
-                                     verbose=-1).fit(X, y).booster_
-        model = lightgbm_to_ir(booster, F)
-        n_nodes = model.nodes[0].feature.shape[0]
-        lg = booster.predict(X, raw_score=True)
-        ours = ReferenceRuntime(model).predict(X).scores[:, 0]
-        agree = np.max(np.abs(lg - ours))
-        with tempfile.TemporaryDirectory() as work:
-            _, t_gen = timed(lambda: compile_c(model, work, prefix="sfm"))
-            _, t_cc = timed(lambda: subprocess.run(["gcc", *C_FLAGS, "-O2", "-c", "-o", f"{work}/sfm.o",
-                                                    f"{work}/sfm.c"], check=True))
-            tl = treelite.frontend.from_lightgbm(booster)
-            _, t_tlgen = timed(lambda: tl2cgen.generate_c_code(tl, f"{work}/tl", params={}))
-            _, t_tlcc = timed(lambda: subprocess.run(["gcc", "-O2", "-c", "-o", f"{work}/tl.o",
-                                                      f"{work}/tl/main.c"], check=True))
-            with open(f"{work}/h.c", "w") as fh:
-                fh.write(HARNESS)
-            subprocess.run(["gcc", "-O2", "-o", f"{work}/bench", f"{work}/h.c", f"{work}/sfm.o",
-                            f"{work}/tl.o", "-lm", f"-I{work}"], check=True)
-            X.tofile(f"{work}/X.bin")
-            reps = 5 if T == 100 else 1
-            out = subprocess.run([f"{work}/bench", f"{work}/X.bin", str(args.rows), str(reps)],
-                                 capture_output=True, text=True, check=True).stdout
-            ns = dict(line.split() for line in out.strip().splitlines())
-            sizes = ""
-            if arm:
-                flags = ["-Os", "-mcpu=cortex-m4", "-mthumb", "-mfloat-abi=hard", "-mfpu=fpv4-sp-d16"]
-                subprocess.run([arm, *C_FLAGS, *flags, "-c", "-o", f"{work}/m4.o", f"{work}/sfm.c"], check=True)
-                sz = subprocess.run(["arm-none-eabi-size", f"{work}/m4.o"], capture_output=True,
-                                    text=True).stdout.splitlines()[1].split()
-                flash = int(sz[0]) + int(sz[1])
-                sizes = f"Cortex-M4 -Os: {flash} bytes flash, {flash / n_nodes:.1f} bytes per tree node"
-        rt = CRuntime(model)
-        _, t_batch = timed(lambda: rt.predict(X))
-        ref = ReferenceRuntime(model)
-        _, t_ref = timed(lambda: ref.predict(X))
-        print(f"\n{T} trees ({n_nodes} nodes); |LightGBM - skinflint| max {agree:.2e} (float32 leaves)")
-        print(f"  C per row: dense {float(ns['dense']):.0f}, on-demand {float(ns['lazy']):.0f}, "
-              f"tl2cgen {float(ns['tl2cgen']):.0f}  -> dense / tl2cgen = "
-              f"{float(ns['dense']) / float(ns['tl2cgen']):.2f}x")
-        print(f"  codegen + compile (gcc -O2): skinflint {t_gen:.2f} + {t_cc:.2f} = {t_gen + t_cc:.2f} s; "
-              f"tl2cgen {t_tlgen:.2f} + {t_tlcc:.2f} = {t_tlgen + t_tlcc:.2f} s")
-        print(f"  batch through Python: C (ctypes) {args.rows / t_batch:,.0f} rows/s; "
-              f"reference (numba) {args.rows / t_ref:,.0f} rows/s")
-        if sizes:
-            print(f"  {sizes}")
+    n_nodes = model.nodes[0].feature.shape[0]
+    lg = booster.predict(X, raw_score=True)
+    ours = ReferenceRuntime(model).predict(X).scores[:, 0]
+    agree = np.max(np.abs(lg - ours))
+    with tempfile.TemporaryDirectory() as work:
+        _, t_gen = timed(lambda: compile_c(model, work, prefix="sfm"))
+        _, t_cc = timed(lambda: subprocess.run(["gcc", *C_FLAGS, "-O2", "-c", "-o", f"{work}/sfm.o",
+                                                f"{work}/sfm.c"], check=True))
+        tl = treelite.frontend.from_lightgbm(booster)
+        _, t_tlgen = timed(lambda: tl2cgen.generate_c_code(tl, f"{work}/tl", params={}))
+        _, t_tlcc = timed(lambda: subprocess.run(["gcc", "-O2", "-c", "-o", f"{work}/tl.o",
+                                                  f"{work}/tl/main.c"], check=True))
+        with open(f"{work}/h.c", "w") as fh:
+            fh.write(HARNESS)
+        subprocess.run(["gcc", "-O2", "-o", f"{work}/bench", f"{work}/h.c", f"{work}/sfm.o",
+                        f"{work}/tl.o", "-lm", f"-I{work}"], check=True)
+        X.tofile(f"{work}/X.bin")
+        reps = 5 if T == 100 else 1
+        out = subprocess.run([f"{work}/bench", f"{work}/X.bin", str(n_rows), str(reps)],
+                             capture_output=True, text=True, check=True).stdout
+        ns = dict(line.split() for line in out.strip().splitlines())
+        sizes = ""
+        if arm:
+            flags = ["-Os", "-mcpu=cortex-m4", "-mthumb", "-mfloat-abi=hard", "-mfpu=fpv4-sp-d16"]
+            subprocess.run([arm, *C_FLAGS, *flags, "-c", "-o", f"{work}/m4.o", f"{work}/sfm.c"], check=True)
+            sz = subprocess.run(["arm-none-eabi-size", f"{work}/m4.o"], capture_output=True,
+                                text=True).stdout.splitlines()[1].split()
+            flash = int(sz[0]) + int(sz[1])
+            sizes = f"Cortex-M4 -Os: {flash} bytes flash, {flash / n_nodes:.1f} bytes per tree node"
+    rt = CRuntime(model)
+    _, t_batch = timed(lambda: rt.predict(X))
+    ref = ReferenceRuntime(model)
+    _, t_ref = timed(lambda: ref.predict(X))
+    print(f"  C, times per row in ns; |LightGBM - skinflint| max {agree:.2e} (float32 leaves)")
+    print(f"  C per row: dense {float(ns['dense']):.0f}, on-demand {float(ns['lazy']):.0f}, "
+          f"tl2cgen {float(ns['tl2cgen']):.0f}  -> dense / tl2cgen = "
+          f"{float(ns['dense']) / float(ns['tl2cgen']):.2f}x")
+    print(f"  codegen + compile (gcc -O2): skinflint {t_gen:.2f} + {t_cc:.2f} = {t_gen + t_cc:.2f} s; "
+          f"tl2cgen {t_tlgen:.2f} + {t_tlcc:.2f} = {t_tlgen + t_tlcc:.2f} s")
+    print(f"  batch through Python: C (ctypes) {n_rows / t_batch:,.0f} rows/s; "
+          f"reference (numba) {n_rows / t_ref:,.0f} rows/s")
+    if sizes:
+        print(f"  {sizes}")
 
 
 if __name__ == "__main__":
