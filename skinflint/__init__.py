@@ -5,4 +5,25 @@ from . import ir  # noqa: E402  (the subpackages are installed beside this one)
 from .ir import IRError, Model, load, save  # noqa: E402
 from .runtimes.reference import ReferenceRuntime, predict  # noqa: E402
 
-__all__ = ["ir", "IRError", "Model", "load", "save", "ReferenceRuntime", "predict", "__version__"]
+# Imported on first use, so `import skinflint` stays light (PEP 562).
+_LAZY = {
+    "compile_onnx": ("skinflint.compilers.onnx", "compile_onnx"),
+    "compile_c": ("skinflint.compilers.c", "compile_c"),
+    "OnnxRuntime": ("skinflint.runtimes.onnx", "OnnxRuntime"),
+    "verify": ("skinflint.verify", "verify"),
+    "GreedyMiserClassifier": ("skinflint.trainers", "GreedyMiserClassifier"),
+    "GreedyMiserRegressor": ("skinflint.trainers", "GreedyMiserRegressor"),
+    "EarlyExitClassifier": ("skinflint.trainers", "EarlyExitClassifier"),
+}
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        import importlib
+        module, attr = _LAZY[name]
+        return getattr(importlib.import_module(module), attr)
+    raise AttributeError(f"module 'skinflint' has no attribute {name!r}")
+
+
+__all__ = ["ir", "IRError", "Model", "load", "save", "ReferenceRuntime", "predict", "__version__",
+           *_LAZY]

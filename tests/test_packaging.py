@@ -23,3 +23,16 @@ def test_pip_install_into_a_fresh_target(tmp_path):
     assert r.returncode == 0, r.stderr[-2000:]
     assert r.stdout.strip().startswith(str(target))
     assert (target / "skinflint" / "ir" / "model.py").exists()
+
+
+def test_top_level_exports_the_public_api():
+    import skinflint
+    from skinflint.compilers.onnx import compile_onnx
+    from skinflint.trainers import GreedyMiserClassifier
+    assert skinflint.compile_onnx is compile_onnx
+    assert skinflint.GreedyMiserClassifier is GreedyMiserClassifier
+    for name in skinflint.__all__:
+        assert getattr(skinflint, name) is not None
+    import pytest
+    with pytest.raises(AttributeError):
+        skinflint.no_such_thing
