@@ -3,17 +3,18 @@
 ``compile_onnx(model)`` builds, from standard ai.onnx / ai.onnx.ml operators
 only (no custom ops, no per-row Loop or If):
 
-* **values**: one tree-ensemble operator gives, per row, the leaf each tree
-  reaches (its global node index); leaf values and path features are then
-  exact table lookups.  Every sum whose order matters (trees in bank order,
+* **values**: one MIN-aggregated tree-ensemble operator gives, per row, the
+  leaf each tree reaches (its global node index); leaf values are then exact
+  table lookups.  Every sum whose order matters (trees in bank order,
   linear terms and support vectors in IR order, kernel features) is a
   ``CumSum``, which onnxruntime evaluates left to right: the bits match the
   reference.  exp is the portable expf built from the same basic operations
   (onnx_graph.expf), so it matches too; there is no ulp bound to document.
 * **lazy cost**: the static schedule (onnx_schedule.py) numbers every place
-  a unit can be touched.  Per row, ScatterElements(min) gives each unit the
-  slot of its first touch in an active region, TopK sorts the paid units
-  into acquisition order, and CumSum adds their costs in float64 in that
+  a unit can be touched.  Per row, the same ensemble (trees cut at each
+  depth, voting "feature f touched at slot s") and the static events give
+  each unit the slot of its first touch in an active region, TopK sorts the
+  paid units into acquisition order, and CumSum adds their costs in float64 in that
   order, as the reference does.  The budget halts the row at the first unit
   whose running sum exceeds it; checkpoints completed before that give
   ``stage`` and the returned scores.
@@ -41,6 +42,8 @@ from onnx import TensorProto, helper
 
 from ..ir.lowering import (KIND_ANYTIME, KIND_CASCADE, KIND_CTREE, KIND_KERNEL, KIND_LINEAR,
                            KIND_TREES, Tables, lower)
+from ..ir.nodes import (EXIT_ABS_GE, EXIT_GE, EXIT_LE, INPUT_FEATURE, INPUT_NODE, INPUT_TREE,
+                        KERNEL_LINEAR, KERNEL_RBF)
 from .onnx_graph import (INT64_INF, Graph, canonical_nan, expand_rows, expf, filled,
                          first_argmax, logistic, rows_like, softmax)
 from .onnx_schedule import TreePaths, UnitLayout, schedule, tree_paths
@@ -48,8 +51,6 @@ from .onnx_trees import (AGG_MIN, AGG_SUM, MAX_EXACT, ML_OPSET, Forest, ir_fores
                          supported_tree_op, tree_ensemble)
 
 DEFAULT_OPSET = 18      # ScatterElements(reduction="min") needs 18
-EXIT_LE, EXIT_GE, EXIT_ABS_GE = 1, 2, 3
-KERNEL_LINEAR, KERNEL_RBF = 0, 1
 F32, F64, I64, BOOL = TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.INT64, TensorProto.BOOL
 
 
@@ -68,15 +69,12 @@ def compile_onnx(model, *, opset=None, mode="exact", budget=True, features_used=
         raise ValueError(f"tree_op must be one of {sorted(ML_OPSET)}, got {tree_op!r}")
     tab = lower(model)
     g = Graph()
+    inputs = [helper.make_tensor_value_info("X", F32, ["N", model.n_features])]
     if mode == "fast":
-        scores = _Exact(model, tab, g, tree_op).fast_scores()
-        outputs = _finish(g, model, scores, None)
-        inputs = [helper.make_tensor_value_info("X", F32, ["N", model.n_features])]
+        outputs = _finish(g, model, _fast_scores(tab, g, tree_op), None)
     else:
-        ex = _Exact(model, tab, g, tree_op)
-        scores, cost, stage, used = ex.run(with_budget=budget)
+        scores, cost, stage, used = _Exact(model, tab, g, tree_op).run(with_budget=budget)
         outputs = _finish(g, model, scores, (cost, stage, used if features_used else None))
-        inputs = [helper.make_tensor_value_info("X", F32, ["N", model.n_features])]
         if budget:
             inputs.append(helper.make_tensor_value_info("budget", F64, ["N"]))
     graph = helper.make_graph(g.nodes, "skinflint", inputs, outputs, g.inits)
@@ -118,9 +116,9 @@ class _Exact:
         self.F = model.n_features
         self.layout = UnitLayout(self.F, tab.tree_root.shape[0] if _has_trees(tab) else 0,
                                  tab.sv_cost.shape[0] if _has_kernels(tab) else 0)
-        self.paths: TreePaths = tree_paths(tab, self.layout.n_trees, self.F)
+        self.paths: TreePaths = tree_paths(tab, self.layout.n_trees)
         self.sched = schedule(tab, self.layout, self.paths.tree_depth)
-        self._values, self._ensemble = {}, None
+        self._values, self._ensemble, self._leaf = {}, None, None
 
     # -- trees ------------------------------------------------------------
     def ensemble(self):
@@ -137,6 +135,7 @@ class _Exact:
             forests = [ir_forest(t, p, np.arange(T), vote=lambda nodes, was_leaf: (
                 R * F + p.tree_of[nodes], nodes.astype(np.float32)))]
             pad = R * F + T          # a target nobody reads
+            sure_all = self._static_features()
             for r in range(R):
                 occ = sc.occ_region == r
                 trees, slots = sc.occ_tree[occ], sc.occ_slot[occ]
@@ -146,7 +145,7 @@ class _Exact:
                 slot_of[trees] = slots[order]
                 # every row in r touches a root feature at its tree's slot + 1:
                 # a deeper vote for that feature at a later slot cannot be first
-                sure = self._static_features()[r]
+                sure = sure_all[r]
                 inner, fslot = t.tn_feature >= 0, np.zeros(t.tn_feature.shape[0], np.int64)
                 fslot[inner] = slot_of[p.tree_of[inner]] + 1 + p.depth[inner]
                 useful = inner & (fslot < sure[np.maximum(t.tn_feature, 0)])
@@ -166,33 +165,21 @@ class _Exact:
 
     def leaf(self):
         """[N, T] int64: the global node index of the leaf each tree reaches."""
-        g, R, T = self.g, self.sched.n_regions, self.layout.n_trees
-        y = g.op("Slice", self.ensemble(), g.const([R * self.F], np.int64),
-                 g.const([R * self.F + T], np.int64), g.const([1], np.int64))
-        return g.cast(y, I64)
+        if self._leaf is None:
+            g, R, T = self.g, self.sched.n_regions, self.layout.n_trees
+            self._leaf = g.cast(g.slice(self.ensemble(), R * self.F, R * self.F + T, 1), I64)
+        return self._leaf
 
-    def tree_values(self, trees, outputs):
-        """[N, len(trees), len(outputs)] float32 leaf values, by lookup."""
+    def leaf_values(self, trees, outputs):
+        """Leaf values of global ``trees`` at ``outputs``, by lookup: outputs
+        [P] (one per tree) give [N, P]; outputs [1, 1, K] give [N, P, K]."""
         g, t = self.g, self.t
-        leaf = self.leaf() if len(trees) == t.tree_root.shape[0] and np.array_equal(
-            trees, np.arange(len(trees))) else g.gather(self.leaf(), trees, 1)
+        leaf = self.leaf() if np.array_equal(trees, np.arange(self.layout.n_trees)) \
+            else g.gather(self.leaf(), trees, 1)
         off = g.op("Gather", g.const(t.tn_value.astype(np.int64)), leaf)
-        idx = g.op("Add", g.unsqueeze(off, [2]), g.const(np.asarray(outputs, np.int64)[None, None, :]))
-        return g.op("Gather", g.const(t.leaf_value), idx)
-
-    def fast_scores(self):
-        t = self.t
-        if t.top_kind != KIND_TREES:
-            raise ValueError("mode='fast' needs a model whose output is a tree bank")
-        n = t.top
-        K = int(t.node_width[n])
-        trees = np.arange(t.node_first[n], t.node_first[n] + t.node_count[n])
-        # one copy of the forest per output: a leaf casts one vote
-        forest = Forest.concat([ir_forest(t, self.paths, trees, vote=lambda nodes, was_leaf, k=k: (
-            np.full(nodes.size, k), t.leaf_value[t.tn_value[nodes] + k])) for k in range(K)])
-        base = t.bias[t.node_bias[n]: t.node_bias[n] + K]
-        total = tree_ensemble(self.g, self.X, forest, K, self.op, AGG_SUM)
-        return self.g.op("Add", total, self.g.const(base[None]))
+        if np.ndim(outputs) == 3:
+            off = g.unsqueeze(off, [2])
+        return g.op("Gather", g.const(t.leaf_value), g.op("Add", off, g.const(outputs, np.int64)))
 
     # -- node values ------------------------------------------------------
     def prefix(self, n):
@@ -204,7 +191,7 @@ class _Exact:
         init = expand_rows(g, self.X, g.const(t.bias[t.node_bias[n]: t.node_bias[n] + K][None, None, :]))
         kind = t.node_kind[n]
         if kind == KIND_TREES:
-            steps = self.tree_values(np.arange(first, first + count), np.arange(K))
+            steps = self.leaf_values(np.arange(first, first + count), np.arange(K)[None, None, :])
             return g.cumsum(g.concat([init, steps], 1), 1)
         if kind == KIND_LINEAR:
             terms = np.arange(first, first + count)
@@ -217,8 +204,8 @@ class _Exact:
             run = g.cumsum(g.concat([init, contrib], 1), 1)
             steps = np.concatenate([[0], np.cumsum(t.term_live[terms] != 0)])
             return run if live.size == count else g.gather(run, steps, 1)
-        kv = self.kernel_values(t.node_kernel[n])
         q = t.node_kernel[n]
+        kv = self.kernel_values(q, count)
         a0 = t.k_alpha_first[q]
         alpha = t.alpha[a0: a0 + count * K].reshape(count, K)
         contrib = g.op("Mul", g.unsqueeze(kv, [2]), g.const(alpha[None]))
@@ -235,17 +222,15 @@ class _Exact:
         g, t = self.g, self.t
         kinds, idx, out = t.term_kind[live], t.term_index[live], t.term_output[live]
         blocks, order = [], []
-        fe = np.flatnonzero(kinds == 0)
+        fe = np.flatnonzero(kinds == INPUT_FEATURE)
         if fe.size:
             blocks.append(g.gather(self.X, idx[fe], 1))
             order.append(fe)
-        tr = np.flatnonzero(kinds == 1)
+        tr = np.flatnonzero(kinds == INPUT_TREE)
         if tr.size:
-            off = g.op("Gather", g.const(t.tn_value.astype(np.int64)), g.gather(self.leaf(), idx[tr], 1))
-            vals = g.op("Gather", g.const(t.leaf_value), g.op("Add", off, g.const(out[tr].astype(np.int64)[None])))
-            blocks.append(vals)
+            blocks.append(self.leaf_values(idx[tr], out[tr]))
             order.append(tr)
-        for p in np.flatnonzero(kinds == 2):
+        for p in np.flatnonzero(kinds == INPUT_NODE):
             blocks.append(g.gather(self.value(int(idx[p])), [int(out[p])], 1))
             order.append([p])
         x = g.concat(blocks, 1)
@@ -254,11 +239,11 @@ class _Exact:
             return x
         return g.gather(x, np.argsort(pos), 1)
 
-    def kernel_values(self, q):
-        """[N, S] float32 k(sv_s, x), features in IR order (reference _kernel_value)."""
+    def kernel_values(self, q, S):
+        """[N, S] float32 k(sv_s, x) for kernel q's S support vectors,
+        features in IR order (reference _kernel_value)."""
         g, t = self.g, self.t
         nf, f0 = int(t.k_n_feat[q]), int(t.k_feat_first[q])
-        S = int(self._kernel_count(q))
         sv = t.sv[t.k_sv_first[q]: t.k_sv_first[q] + S * nf].reshape(S, nf)
         xs = g.unsqueeze(g.gather(self.X, t.k_feat[f0: f0 + nf].astype(np.int64), 1), [1])  # [N,1,nf]
         kt = t.k_type[q]
@@ -276,9 +261,6 @@ class _Exact:
         for _ in range(int(t.k_degree[q])):
             v = g.op("Mul", v, b)
         return v
-
-    def _kernel_count(self, q):
-        return self.t.node_count[np.flatnonzero(self.t.node_kernel == q)[0]]
 
     # -- control ----------------------------------------------------------
     def margin(self, c):
@@ -369,8 +351,7 @@ class _Exact:
         R = sc.n_regions
         per_region = g.const(self._static_features()[None])
         if self.layout.n_trees and self.paths.tree_depth.max() > 1:
-            y = g.cast(g.op("Slice", self.ensemble(), g.const([0], np.int64), g.const([R * F], np.int64),
-                            g.const([1], np.int64)), I64)
+            y = g.cast(g.slice(self.ensemble(), 0, R * F, 1), I64)
             y = g.op("Reshape", y, g.const([0, R, F], np.int64))
             path = g.where(g.op("Equal", y, g.const(np.int64(0))), g.const(INT64_INF),
                            g.op("Sub", y, g.const(np.int64(1))))
@@ -468,6 +449,21 @@ class _Exact:
         return h, cost
 
 
+def _fast_scores(tab: Tables, g: Graph, tree_op):
+    """Fast mode: the output bank as one summed ensemble, one copy of the
+    forest per output (a leaf casts one vote), plus the base score."""
+    if tab.top_kind != KIND_TREES:
+        raise ValueError("mode='fast' needs a model whose output is a tree bank")
+    n = tab.top
+    K = int(tab.node_width[n])
+    trees = np.arange(tab.node_first[n], tab.node_first[n] + tab.node_count[n])
+    paths = tree_paths(tab, tab.tree_root.shape[0])
+    forest = Forest.concat([ir_forest(tab, paths, trees, vote=lambda nodes, was_leaf, k=k: (
+        np.full(nodes.size, k), tab.leaf_value[tab.tn_value[nodes] + k])) for k in range(K)])
+    total = tree_ensemble(g, "X", forest, K, tree_op, AGG_SUM)
+    return g.op("Add", total, g.const(tab.bias[tab.node_bias[n]: tab.node_bias[n] + K][None]))
+
+
 def _has_trees(tab):
     return bool(np.any(tab.node_kind == KIND_TREES))
 
@@ -501,8 +497,8 @@ def _finish(g: Graph, model, scores, extra):
                 p = canonical_nan(g, logistic(g, g.gather(scores, [0], 1)))
                 proba = canonical_nan(g, g.concat([g.op("Sub", g.const(np.float32(1)), p), p], 1))
         else:
-            idx, _ = first_argmax(g, scores, K)
-            proba = canonical_nan(g, softmax(g, scores, K)) if task.transform == "softmax" else None
+            idx, best = first_argmax(g, scores, K)
+            proba = canonical_nan(g, softmax(g, scores, best)) if task.transform == "softmax" else None
         out(g.op("Gather", table, idx), "label", I64 if is_int else TensorProto.STRING, ["N"])
         if proba is not None:
             out(proba, "probabilities", F32, ["N", task.n_proba])

@@ -21,14 +21,20 @@ class Graph:
 
     def __init__(self):
         self.nodes, self.inits, self._n = [], [], 0
+        self._consts, self._rows = {}, {}
 
     def _name(self, hint):
         self._n += 1
         return f"{hint}_{self._n}"
 
     def const(self, value, dtype=None, hint="c") -> str:
+        """An initializer; equal constants (same dtype, shape and bytes) are
+        stored once, so a table looked up in several places is not repeated."""
         a = np.asarray(value, dtype=dtype)
-        name = self._name(hint)
+        key = (a.dtype.str, a.shape, a.tobytes())
+        if key in self._consts:
+            return self._consts[key]
+        name = self._consts[key] = self._name(hint)
         if a.dtype.kind in "US":
             t = helper.make_tensor(name, TensorProto.STRING, a.shape,
                                    [s.encode() for s in a.ravel().tolist()])
@@ -66,28 +72,35 @@ class Graph:
     def cumsum(self, x, axis):
         return self.op("CumSum", x, self.const(axis, np.int64, "axis"))
 
+    def slice(self, x, start, end, axis):
+        """x[start:end] along ``axis`` (end None: to the end)."""
+        end = np.iinfo(np.int64).max if end is None else end
+        return self.op("Slice", x, self.const([start], np.int64), self.const([end], np.int64),
+                       self.const([axis], np.int64))
+
     def take_last(self, x, axis):
         """x[..., -1, ...] along ``axis``, keeping the other axes."""
-        return self.squeeze(self.op("Slice", x, self.const([-1], np.int64), self.const(
-            [np.iinfo(np.int64).max], np.int64), self.const([axis], np.int64)), [axis])
+        return self.squeeze(self.slice(x, -1, None, axis), [axis])
+
+    def n_rows(self, X):
+        """[1] int64: X's first dimension (computed once per input)."""
+        if X not in self._rows:
+            self._rows[X] = self.slice(self.op("Shape", X), 0, 1, 0)
+        return self._rows[X]
 
     def where(self, cond, a, b):
         return self.op("Where", cond, a, b)
 
 
-def rows_like(g: Graph, X, value, dtype, tail=()):
-    """A tensor [N, *tail] filled with ``value`` (N from X's first dim)."""
-    n = g.op("Slice", g.op("Shape", X), g.const([0], np.int64), g.const([1], np.int64))
-    shape = g.concat([n, g.const(list(tail), np.int64)], 0) if tail else n
-    return g.op("Expand", g.const(np.full((1,) * (1 + len(tail)), value, dtype)), shape)
-
-
 def expand_rows(g: Graph, X, c):
-    """Broadcast constant ``c`` (shape [1, ...]) to [N, ...]."""
-    n = g.op("Slice", g.op("Shape", X), g.const([0], np.int64), g.const([1], np.int64))
-    rest = g.op("Slice", g.op("Shape", c), g.const([1], np.int64),
-                g.const([np.iinfo(np.int64).max], np.int64))
-    return g.op("Expand", c, g.concat([n, rest], 0))
+    """Broadcast ``c`` (shape [1, ...]) to [N, ...], N from X's first dim."""
+    rest = g.slice(g.op("Shape", c), 1, None, 0)
+    return g.op("Expand", c, g.concat([g.n_rows(X), rest], 0))
+
+
+def rows_like(g: Graph, X, value, dtype, tail=()):
+    """A tensor [N, *tail] filled with ``value``."""
+    return expand_rows(g, X, g.const(np.full((1, *tail), value, dtype)))
 
 
 def filled(g: Graph, like, value, dtype):
@@ -149,9 +162,9 @@ def first_argmax(g: Graph, s, K):
     return idx, best
 
 
-def softmax(g: Graph, s, K):
-    """e_k = expf(s_k - max), summed from 0 in index order, divided: as the reference."""
-    _, m = first_argmax(g, s, K)
+def softmax(g: Graph, s, m):
+    """e_k = expf(s_k - m), summed from 0 in index order, divided: as the
+    reference; ``m`` is the row max from ``first_argmax``."""
     e = expf(g, g.op("Sub", s, g.unsqueeze(m, [1])))
     zero = filled(g, g.gather(e, [0], 1), 0.0, np.float32)   # the sum starts at +0
     total = g.take_last(g.cumsum(g.concat([zero, e], 1), 1), 1)

@@ -28,52 +28,39 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..ir.lowering import KIND_CTREE, KIND_KERNEL, KIND_LINEAR, KIND_TREES, Tables
-
-TERM_FEATURE, TERM_TREE = 0, 1
+from ..ir.nodes import INPUT_FEATURE, INPUT_TREE
 
 
 @dataclass
 class TreePaths:
-    """Per global tree node: depth, and the features on the path from the
-    root to it (padded with ``pad``).  ``tree_depth[t]`` is tree t's deepest
-    path, so tree t reserves 1 + tree_depth[t] slots."""
+    """Per global tree node: its depth and its tree.  ``tree_depth[t]`` is
+    tree t's deepest path, so tree t reserves 1 + tree_depth[t] slots."""
     depth: np.ndarray        # [M]
-    path: np.ndarray         # [M, Dmax] feature at each depth, pad beyond
     tree_of: np.ndarray      # [M] global tree of each node
     tree_depth: np.ndarray   # [T]
 
 
-def tree_paths(tab: Tables, n_trees: int, pad: int) -> TreePaths:
+def tree_paths(tab: Tables, n_trees: int) -> TreePaths:
     """Level by level from the roots, vectorised over nodes.  (With no
     trees, the lowered tables hold one placeholder node: ignore it.)"""
     if n_trees == 0:
         z = np.zeros(0, np.int64)
-        return TreePaths(z, np.zeros((0, 0), np.int64), z, z)
+        return TreePaths(z, z, z)
     M, T = tab.tn_feature.shape[0], tab.tree_root.shape[0]
     feature = tab.tn_feature
     depth = np.zeros(M, np.int64)
     tree_of = np.zeros(M, np.int64)
-    levels = []
     frontier = tab.tree_root.astype(np.int64)
     tree_of[frontier] = np.arange(T)
     while frontier.size:
         inner = frontier[feature[frontier] >= 0]
-        if not inner.size:
-            break
-        levels.append(inner)
         for child in (tab.tn_left[inner], tab.tn_right[inner]):
             depth[child] = depth[inner] + 1
             tree_of[child] = tree_of[inner]
         frontier = np.concatenate([tab.tn_left[inner], tab.tn_right[inner]]).astype(np.int64)
-    dmax = len(levels)
-    path = np.full((M, dmax), pad, np.int64)
-    for d, inner in enumerate(levels):
-        for child in (tab.tn_left[inner], tab.tn_right[inner]):
-            path[child] = path[inner]
-            path[child, d] = feature[inner]
     tree_depth = np.zeros(T, np.int64)
     np.maximum.at(tree_depth, tree_of, depth)
-    return TreePaths(depth, path, tree_of, tree_depth)
+    return TreePaths(depth, tree_of, tree_depth)
 
 
 @dataclass
@@ -141,9 +128,9 @@ class _Unroller:
             term = tab.node_first[n] + p
             if tab.term_live[term]:
                 tk, idx = tab.term_kind[term], int(tab.term_index[term])
-                if tk == TERM_FEATURE:
+                if tk == INPUT_FEATURE:
                     self.feature(r, idx, seen)
-                elif tk == TERM_TREE:
+                elif tk == INPUT_TREE:
                     self.tree(r, idx, seen)
                 elif ("n", idx) not in seen:
                     return idx

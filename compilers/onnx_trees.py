@@ -98,8 +98,8 @@ def ir_forest(tab: Tables, paths: TreePaths, trees, max_depth=None, vote=None) -
         keep &= paths.depth <= max_depth
     nodes = np.flatnonzero(keep)
     rank = np.searchsorted(trees, paths.tree_of[nodes])
-    nodes = nodes[np.lexsort((nodes, paths.depth[nodes], rank))]
-    rank = np.searchsorted(trees, paths.tree_of[nodes])
+    order = np.lexsort((nodes, paths.depth[nodes], rank))
+    nodes, rank = nodes[order], rank[order]
     local = np.full(tab.tn_feature.shape[0], -1, np.int64)
     local[nodes] = np.arange(nodes.size)
     was_leaf = tab.tn_feature[nodes] < 0

@@ -3,8 +3,8 @@
 ``OnnxRuntime(source)`` takes an ``onnx.ModelProto``, a path to a .onnx
 file, serialized bytes, or a skinflint ``Model`` (compiled on the spot in
 exact mode).  ``predict(X, budget=None)`` returns a ``Prediction``; rows go
-through in chunks so the graph's per-row intermediates ([rows, trees x
-depth] slot tables) stay within memory.
+through in chunks of ``CHUNK_ROWS`` to bound the graph's per-row
+intermediates ([rows, trees] and [rows, units]).
 """
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import os
 
 import numpy as np
 
+from ..ir.model import Model
 from .prediction import Prediction, as_budget, as_features
 
 CHUNK_ROWS = 4096
@@ -23,7 +24,7 @@ class OnnxRuntime:
         import onnx
         import onnxruntime as ort
 
-        if hasattr(source, "nodes") and hasattr(source, "task"):      # a skinflint Model
+        if isinstance(source, Model):
             from ..compilers.onnx import compile_onnx
             source = compile_onnx(source, **compile_options)
         if isinstance(source, (str, os.PathLike)):

@@ -117,10 +117,10 @@ def cmd_compile(args):
     elif args.target == "onnx":
         import onnx
         from .compilers.onnx import compile_onnx
-        proto = compile_onnx(m, mode=args.mode, budget=args.mode == "exact")
         out_dir = os.path.dirname(os.path.abspath(args.output))
         if not os.path.isdir(out_dir):
             raise CLIError(f"{args.output}: the folder {out_dir} does not exist")
+        proto = compile_onnx(m, mode=args.mode)
         onnx.save(proto, args.output)
         outs = ", ".join(o.name for o in proto.graph.output)
         print(f"{args.output}: {len(proto.graph.node)} ops; inputs "
