@@ -5,20 +5,23 @@ from numba import njit, prange
 from .binning import MISSING_BIN
 
 
+@njit(cache=True, inline="always")
+def _child(m, x, missing, cut, left, right, missing_left):
+    """The child of node m for a row whose value there is x: missing goes
+    where missing_left says, else x <= cut goes left."""
+    if missing:
+        return left[m] if missing_left[m] else right[m]
+    return left[m] if x <= cut else right[m]
+
+
 @njit(cache=True, parallel=True)
 def predict_binned(binned, feature, split_bin, left, right, missing_left, value, out):
     """out[i] += value of the leaf row i reaches (bin <= split_bin goes left)."""
-    N = binned.shape[1]
-    for i in prange(N):
+    for i in prange(binned.shape[1]):
         m = 0
         while feature[m] >= 0:
             b = binned[feature[m], i]
-            if b == MISSING_BIN:
-                m = left[m] if missing_left[m] else right[m]
-            elif b <= split_bin[m]:
-                m = left[m]
-            else:
-                m = right[m]
+            m = _child(m, b, b == MISSING_BIN, split_bin[m], left, right, missing_left)
         out[i] += value[m]
 
 
@@ -29,12 +32,7 @@ def predict_raw(X, feature, threshold, left, right, missing_left, value, out):
         m = 0
         while feature[m] >= 0:
             x = X[i, feature[m]]
-            if x != x:
-                m = left[m] if missing_left[m] else right[m]
-            elif x <= threshold[m]:
-                m = left[m]
-            else:
-                m = right[m]
+            m = _child(m, x, x != x, threshold[m], left, right, missing_left)
         out[i] += value[m]
 
 
