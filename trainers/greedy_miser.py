@@ -32,7 +32,7 @@ from .costs import CostState
 from .grower import grow
 from .losses import logistic, softmax_class, squared, squared_hinge
 from .params import ParamsMixin
-from .predictor import predict_binned, predict_raw
+from .predictor import add_leaf_values, predict_binned, predict_raw
 
 
 def _as_X(X):
@@ -201,7 +201,11 @@ class _GreedyMiserBase(ParamsMixin):
                 inner = feat >= 0
                 thr[inner] = flat[offsets[feat[inner]] + sbin[inner]]
                 col = raw[:, k].copy()
-                predict_binned(binned, feat, sbin, left, right, mleft, value, col)
+                if rows is all_rows:   # every row sits in a leaf range: no walk
+                    nodes, starts, stops = tree.leaf_ranges()
+                    add_leaf_values(tree.order, starts, stops, value[nodes], col)
+                else:                  # rows left out of the subsample walk the tree
+                    predict_binned(binned, feat, sbin, left, right, mleft, value, col)
                 raw[:, k] = col
                 if raw_v is not None:
                     colv = raw_v[:, k].copy()

@@ -1,7 +1,9 @@
 """Grow one regression tree level by level (as the seeds do), to max_depth.
 
 Orchestration only: histograms, split search and partitioning are numba
-kernels; this loop visits nodes, not rows.
+kernels; this loop visits nodes, not rows.  The rows live in one index
+array, partitioned in place, in which every node is a range [start, stop).
+Nodes that cannot split (at max_depth, or too few rows) get no histograms.
 """
 from __future__ import annotations
 
@@ -9,8 +11,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .histogram import build_histograms, subtract
-from .predictor import partition
+from .histogram import build_histograms, node_sums, subtract_into
+from .partition import partition
 from .splitting import best_splits
 
 
@@ -23,6 +25,8 @@ class Tree:
     missing_left: list = field(default_factory=lambda: [True])
     sums: list = field(default_factory=list)          # (G, H, N) per node
     split_gain: list = field(default_factory=list)    # (feature, gain) per split
+    order: np.ndarray = None                          # the rows, grouped by leaf
+    leaves: list = field(default_factory=list)        # (node, start, stop) into order
 
     def add_children(self, parent, f, b, miss_left):
         self.feature[parent], self.split_bin[parent], self.missing_left[parent] = f, b, miss_left
@@ -39,11 +43,9 @@ class Tree:
                 np.array(self.left, np.int32), np.array(self.right, np.int32),
                 np.array(self.missing_left, np.bool_), np.asarray(leaf_values, np.float64))
 
-
-def _sums(hist, f):
-    """(G, H, N) of a node from any one active feature's histograms."""
-    hg, hh, hc = hist
-    return hg[f].sum(), hh[f].sum(), float(hc[f].sum())
+    def leaf_ranges(self):
+        """(node, start, stop) of every leaf, as int64 arrays."""
+        return tuple(np.array(c, np.int64) for c in zip(*self.leaves))
 
 
 def grow(binned, n_bins, rows, g, h, *, max_depth, min_samples_leaf, l2, penalty, active,
@@ -51,34 +53,52 @@ def grow(binned, n_bins, rows, g, h, *, max_depth, min_samples_leaf, l2, penalty
     """One tree.  ``penalty[f]`` is subtracted from every split's gain on f;
     ``on_split(f)`` may return a new penalty vector (immediate refunds)."""
     tree = Tree()
-    f0 = int(np.flatnonzero(active)[0])
-    hist = build_histograms(binned, rows, g, h, active)
-    tree.sums.append(_sums(hist, f0))
-    frontier = [(0, rows, hist)]
-    for _ in range(max_depth):
+    order = rows.copy()
+    buffers = (np.empty_like(order), np.empty_like(order))
+    tree.order = order
+
+    def splittable(depth, n):
+        return depth < max_depth and n >= 2 * min_samples_leaf
+
+    tree.sums.append(node_sums(order, g, h))
+    frontier = []
+    if splittable(0, order.shape[0]):
+        frontier.append((0, 0, order.shape[0], build_histograms(binned, order, g, h, active)))
+    else:
+        tree.leaves.append((0, 0, order.shape[0]))
+    for depth in range(max_depth):
         nxt = []
-        for nid, node_rows, node_hist in frontier:
+        for nid, start, stop, hist in frontier:
             G, H, N = tree.sums[nid]
-            if N < 2 * min_samples_leaf:
-                continue
-            gains, bins, mleft = best_splits(*node_hist, n_bins, G, H, N, l2, min_samples_leaf,
-                                             penalty, active)
+            gains, bins, mleft, left_sums = best_splits(*hist, n_bins, G, H, N, l2, min_samples_leaf,
+                                                        penalty, active)
             f = int(np.argmax(gains))
             if not gains[f] > 1e-12:
+                tree.leaves.append((nid, start, stop))
                 continue
-            lrows, rrows = partition(binned, node_rows, f, bins[f], mleft[f])
-            small_is_left = lrows.shape[0] <= rrows.shape[0]
-            h_small = build_histograms(binned, lrows if small_is_left else rrows, g, h, active)
-            h_large = subtract(node_hist, h_small)
-            hl, hr = (h_small, h_large) if small_is_left else (h_large, h_small)
+            mid = partition(binned, order, start, stop, f, bins[f], mleft[f], buffers)
             lid, rid = tree.add_children(nid, f, int(bins[f]), bool(mleft[f]))
-            tree.sums.append(_sums(hl, f0))
-            tree.sums.append(_sums(hr, f0))
+            GL, HL, NL = left_sums[f]
+            tree.sums.append((GL, HL, NL))
+            tree.sums.append((G - GL, H - HL, N - NL))
             tree.split_gain.append((f, float(gains[f] + penalty[f])))
             if on_split is not None:
                 new = on_split(f)
                 if new is not None:
                     penalty = new
-            nxt += [(lid, lrows, hl), (rid, rrows, hr)]
+            children = [(lid, start, mid), (rid, mid, stop)]
+            grows = [splittable(depth + 1, c_stop - c_start) for _, c_start, c_stop in children]
+            hists = [None, None]
+            if any(grows):
+                # build the smaller child; the larger is parent minus smaller
+                small = 0 if mid - start <= stop - mid else 1
+                _, s0, s1 = children[small]
+                hists[small] = build_histograms(binned, order[s0:s1], g, h, active)
+                hists[1 - small] = subtract_into(hist, hists[small])
+            for (cid, c_start, c_stop), grow_it, c_hist in zip(children, grows, hists):
+                if grow_it:
+                    nxt.append((cid, c_start, c_stop, c_hist))
+                else:
+                    tree.leaves.append((cid, c_start, c_stop))
         frontier = nxt
     return tree

@@ -7,59 +7,83 @@ makes one random access per row (its bin) instead of three.  Threads split
 the features; each feature's histograms stay in L1 while the rows stream.
 """
 import numpy as np
-from numba import get_num_threads, njit, prange
+from numba import njit, prange
 
 N_SLOTS = 256  # 255 value bins + the missing bin
 
 
+@njit(cache=True, inline="always")
+def _accumulate(col, rows, og, oh, a, b2, c, dense):
+    # two rows per step: their adds are independent, so when the two bins
+    # differ (almost always) the CPU overlaps them (measured 15%).  ``dense``
+    # (the root over all rows) reads the column in order, no indirection.
+    n = og.shape[0]
+    i = 0
+    while i + 1 < n:
+        b = col[i] if dense else col[rows[i]]
+        bb = col[i + 1] if dense else col[rows[i + 1]]
+        a[b] += og[i]
+        b2[b] += oh[i]
+        c[b] += 1
+        a[bb] += og[i + 1]
+        b2[bb] += oh[i + 1]
+        c[bb] += 1
+        i += 2
+    if i < n:
+        b = col[i] if dense else col[rows[i]]
+        a[b] += og[i]
+        b2[b] += oh[i]
+        c[b] += 1
+
+
 @njit(cache=True, parallel=True)
-def _build(binned, rows, g, h, active, n_parts):
-    F = binned.shape[0]
+def build_histograms(binned, rows, g, h, active):
+    """(sum g, sum h, count), each [F, 256], over ``rows`` (sorted, unique);
+    inactive features are left at zero."""
+    F, N = binned.shape
     hg = np.zeros((F, N_SLOTS))
     hh = np.zeros((F, N_SLOTS))
     hc = np.zeros((F, N_SLOTS), np.int64)
     n = rows.shape[0]
-    # gather the node's gradients once: each feature pass then reads them in order
-    og = np.empty(n)
-    oh = np.empty(n)
-    for i in prange(n):
-        og[i] = g[rows[i]]
-        oh[i] = h[rows[i]]
-    per = (F + n_parts - 1) // n_parts
-    for p in prange(n_parts):
-        for f in range(p * per, min(F, (p + 1) * per)):
-            if not active[f]:
-                continue
-            col = binned[f]
-            a = hg[f]
-            b2 = hh[f]
-            c = hc[f]
-            for i in range(n):
-                b = col[rows[i]]
-                a[b] += og[i]
-                b2[b] += oh[i]
-                c[b] += 1
+    dense = n == N    # sorted unique rows, all of them: rows[i] == i
+    if dense:
+        og, oh = g, h
+    else:
+        # gather the node's gradients once: each feature pass reads them in order
+        og = np.empty(n)
+        oh = np.empty(n)
+        for i in prange(n):
+            og[i] = g[rows[i]]
+            oh[i] = h[rows[i]]
+    for f in prange(F):
+        if active[f]:
+            _accumulate(binned[f], rows, og, oh, hg[f], hh[f], hc[f], dense)
     return hg, hh, hc
 
 
-def build_histograms(binned, rows, g, h, active):
-    """(sum g, sum h, count), each [F, 256], over ``rows``; inactive features
-    are left at zero."""
-    return _build(binned, rows, g, h, active, get_num_threads())
+@njit(cache=True)
+def _subtract_into(pg, ph, pc, cg, ch, cc):
+    F = pg.shape[0]
+    for f in range(F):
+        for b in range(N_SLOTS):
+            pg[f, b] -= cg[f, b]
+            ph[f, b] -= ch[f, b]
+            pc[f, b] -= cc[f, b]
+
+
+def subtract_into(parent, child):
+    """Turn the parent's histograms into the sibling's, parent minus child
+    (the subtraction trick), in place: the parent's are not needed after."""
+    _subtract_into(*parent, *child)
+    return parent
 
 
 @njit(cache=True, parallel=True)
-def _subtract(pg, ph, pc, cg, ch, cc):
-    F = pg.shape[0]
-    sg, sh, sc = np.empty_like(pg), np.empty_like(ph), np.empty_like(pc)
-    for f in prange(F):
-        for b in range(N_SLOTS):
-            sg[f, b] = pg[f, b] - cg[f, b]
-            sh[f, b] = ph[f, b] - ch[f, b]
-            sc[f, b] = pc[f, b] - cc[f, b]
-    return sg, sh, sc
-
-
-def subtract(parent, child):
-    """The sibling's histograms: parent minus child (the subtraction trick)."""
-    return _subtract(*parent, *child)
+def node_sums(rows, g, h):
+    """(G, H, N) of the rows: the root's sums (children get theirs from the split)."""
+    G = 0.0
+    H = 0.0
+    for i in prange(rows.shape[0]):
+        G += g[rows[i]]
+        H += h[rows[i]]
+    return G, H, float(rows.shape[0])

@@ -1,4 +1,5 @@
-"""Training-time predictions of one tree: on binned data, or on raw float32."""
+"""Training-time predictions of one tree: from the grower's leaf ranges, on
+binned data, or on raw float32."""
 import numpy as np
 from numba import njit, prange
 
@@ -37,25 +38,11 @@ def predict_raw(X, feature, threshold, left, right, missing_left, value, out):
 
 
 @njit(cache=True, parallel=True)
-def partition(binned, rows, f, split_bin, missing_left):
-    """Stable split of ``rows`` into (left, right) by bin <= split_bin."""
-    n = rows.shape[0]
-    goes_left = np.empty(n, np.bool_)
-    col = binned[f]
-    for i in prange(n):
-        b = col[rows[i]]
-        goes_left[i] = missing_left if b == MISSING_BIN else b <= split_bin
-    n_left = 0
-    for i in range(n):
-        n_left += goes_left[i]
-    left = np.empty(n_left, rows.dtype)
-    right = np.empty(n - n_left, rows.dtype)
-    a, c = 0, 0
-    for i in range(n):
-        if goes_left[i]:
-            left[a] = rows[i]
-            a += 1
-        else:
-            right[c] = rows[i]
-            c += 1
-    return left, right
+def add_leaf_values(order, leaf_start, leaf_stop, leaf_value, out):
+    """out[r] += value of its leaf, for the rows the grower left in each
+    leaf's range of ``order``: no tree walk (as scikit-learn updates its
+    raw predictions)."""
+    for j in prange(leaf_start.shape[0]):
+        v = leaf_value[j]
+        for i in range(leaf_start[j], leaf_stop[j]):
+            out[order[i]] += v

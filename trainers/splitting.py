@@ -25,37 +25,44 @@ def _score(G, H, l2):
 
 @njit(cache=True, parallel=True)
 def best_splits(hg, hh, hc, n_bins, G, H, N, l2, min_samples_leaf, penalty, active):
-    """Per feature: (gain, bin, missing_left); gain -inf when no valid split."""
+    """Per feature: (gain, bin, missing_left, G_L, H_L, N_L); gain -inf when
+    no valid split.  The left sums give the children's (G, H, N) without
+    another pass over their rows."""
     F = hg.shape[0]
     gain = np.full(F, -np.inf)
     bins = np.zeros(F, np.int64)
     mleft = np.zeros(F, np.bool_)
+    left_sums = np.zeros((F, 3))
     parent = _score(G, H, l2)
     for f in prange(F):
         if not active[f]:
             continue
         gm, hm, nm = hg[f, MISSING_BIN], hh[f, MISSING_BIN], float(hc[f, MISSING_BIN])
+        # with no missing rows in the node both NaN directions give the same
+        # gain: try only "missing right", and send NaN to the larger child
+        n_dirs = 2 if nm > 0 else 1
         gl, hl, nl = 0.0, 0.0, 0.0
         best, bb, bm = -np.inf, 0, True
+        bG, bH, bN = 0.0, 0.0, 0.0
         for b in range(n_bins[f] - 1):
             gl += hg[f, b]
             hl += hh[f, b]
             nl += hc[f, b]
-            # missing values right, then left
-            for miss_left in (False, True):
-                GL = gl + gm if miss_left else gl
-                HL = hl + hm if miss_left else hl
-                NL = nl + nm if miss_left else nl
+            for d in range(n_dirs):  # d = 0: missing right, d = 1: missing left
+                GL = gl + gm if d else gl
+                HL = hl + hm if d else hl
+                NL = nl + nm if d else nl
                 NR = N - NL
                 if NL < min_samples_leaf or NR < min_samples_leaf:
                     continue
                 s = 0.5 * (_score(GL, HL, l2) + _score(G - GL, H - HL, l2) - parent)
                 if s > best:
                     best, bb = s, b
-                    # with no missing rows in the node, NaN follows the larger child
-                    bm = miss_left if nm > 0 else NL >= NR
+                    bm = d == 1 if nm > 0 else NL >= NR
+                    bG, bH, bN = GL, HL, NL
         if best > -np.inf:
             gain[f] = best - penalty[f]
             bins[f] = bb
             mleft[f] = bm
-    return gain, bins, mleft
+            left_sums[f, 0], left_sums[f, 1], left_sums[f, 2] = bG, bH, bN
+    return gain, bins, mleft, left_sums
