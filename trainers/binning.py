@@ -4,11 +4,26 @@ Thresholds are float32 *data values* (quantiles picked from the sorted
 column), and bin(x) is the first threshold index t_i with x <= t_i, so a
 split "bin <= b" is exactly the IR test ``x <= t_b`` on float32 inputs.
 """
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
-from numba import njit, prange
+from numba import get_num_threads, njit, prange
 
 MISSING_BIN = 255          # NaN
 MAX_BINS = 255             # value bins 0..254: at most 254 thresholds
+
+
+def _column_thresholds(col, max_bins):
+    col = np.sort(col[~np.isnan(col)])
+    uniq = col[np.r_[True, col[1:] != col[:-1]]] if col.size else col  # sorted already
+    if uniq.size <= max_bins:
+        thr = uniq[:-1]
+    else:
+        # quantiles of the data, snapped to data values (float32-exact)
+        pos = np.linspace(0, col.size - 1, max_bins + 1)[1:-1].astype(np.int64)
+        thr = np.unique(col[pos])
+        thr = thr[thr < uniq[-1]]
+    return thr.astype(np.float32)
 
 
 def find_thresholds(X, max_bins=MAX_BINS, subsample=200_000, seed=0):
@@ -17,20 +32,12 @@ def find_thresholds(X, max_bins=MAX_BINS, subsample=200_000, seed=0):
         raise ValueError(f"max_bins must be in [2, {MAX_BINS}], got {max_bins}")
     rng = np.random.default_rng(seed)
     rows = rng.choice(X.shape[0], subsample, replace=False) if X.shape[0] > subsample else slice(None)
-    out = []
-    for f in range(X.shape[1]):
-        col = X[rows, f]
-        col = np.sort(col[~np.isnan(col)])
-        uniq = np.unique(col)
-        if uniq.size <= max_bins:
-            thr = uniq[:-1]
-        else:
-            # quantiles of the data, snapped to data values (float32-exact)
-            pos = np.linspace(0, col.size - 1, max_bins + 1)[1:-1].astype(np.int64)
-            thr = np.unique(col[pos])
-            thr = thr[thr < uniq[-1]]
-        out.append(thr.astype(np.float32))
-    return out
+    # one transpose, then contiguous columns: slicing a column of row-major X
+    # would read the whole array once per feature (measured 2x slower)
+    XT = np.ascontiguousarray(X[rows].T)
+    # numpy's sort releases the GIL: the columns sort on every core
+    with ThreadPoolExecutor(get_num_threads()) as pool:
+        return list(pool.map(lambda col: _column_thresholds(col, max_bins), XT))
 
 
 def pack_thresholds(thresholds):
