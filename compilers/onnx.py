@@ -44,9 +44,9 @@ from ..ir.lowering import (KIND_ANYTIME, KIND_CASCADE, KIND_CTREE, KIND_KERNEL, 
                            KIND_TREES, Tables, lower)
 from ..ir.nodes import (EXIT_ABS_GE, EXIT_GE, EXIT_LE, INPUT_FEATURE, INPUT_NODE, INPUT_TREE,
                         KERNEL_LINEAR, KERNEL_RBF)
-from .onnx_graph import (INT64_INF, Graph, canonical_nan, expand_rows, expf, filled,
+from .onnx_graph import (Graph, canonical_nan, expand_rows, expf, filled,
                          first_argmax, logistic, rows_like, softmax)
-from .onnx_schedule import TreePaths, UnitLayout, schedule, tree_paths
+from .onnx_schedule import TreePaths, UnitLayout, guaranteed_depths, schedule, tree_paths
 from .onnx_trees import (AGG_MIN, AGG_SUM, MAX_EXACT, ML_OPSET, Forest, ir_forest,
                          supported_tree_op, tree_ensemble)
 
@@ -118,68 +118,129 @@ class _Exact:
                                  tab.sv_cost.shape[0] if _has_kernels(tab) else 0)
         self.paths: TreePaths = tree_paths(tab, self.layout.n_trees)
         self.sched = schedule(tab, self.layout, self.paths.tree_depth)
-        self._values, self._ensemble, self._leaf = {}, None, None
+        if self.sched.n_slots >= MAX_EXACT:
+            raise ValueError("the model has too many evaluation steps for the exact ONNX graph")
+        # "never touched" is a slot after every slot: comparisons stay plain
+        self.never = np.int64(self.sched.n_slots)
+        self._values, self._leaf = {}, None
 
     # -- trees ------------------------------------------------------------
-    def ensemble(self):
-        """One MIN-aggregated tree ensemble, [N, R * F + T] float32: per
-        region r and feature j, 1 + the first slot at which a tree path in r
-        touches j below the root (0: never); then per tree, its leaf."""
-        if self._ensemble is None:
-            t, p, sc = self.t, self.paths, self.sched
-            F, R, T = self.F, sc.n_regions, self.layout.n_trees
-            if sc.occ_slot.size and sc.occ_slot.max() + p.tree_depth.max() + 2 >= MAX_EXACT:
-                raise ValueError("the model has too many evaluation steps for the exact ONNX graph")
-            if t.tn_feature.shape[0] >= MAX_EXACT:
-                raise ValueError("the exact ONNX graph handles fewer than 2^24 tree nodes")
-            forests = [ir_forest(t, p, np.arange(T), vote=lambda nodes, was_leaf: (
-                R * F + p.tree_of[nodes], nodes.astype(np.float32)))]
-            pad = R * F + T          # a target nobody reads
-            sure_all = self._static_features()
-            for r in range(R):
-                occ = sc.occ_region == r
-                trees, slots = sc.occ_tree[occ], sc.occ_slot[occ]
-                order = np.argsort(trees)
-                trees = trees[order]
-                slot_of = np.zeros(T, np.int64)
-                slot_of[trees] = slots[order]
-                # every row in r touches a root feature at its tree's slot + 1:
-                # a deeper vote for that feature at a later slot cannot be first
-                sure = sure_all[r]
-                inner, fslot = t.tn_feature >= 0, np.zeros(t.tn_feature.shape[0], np.int64)
-                fslot[inner] = slot_of[p.tree_of[inner]] + 1 + p.depth[inner]
-                useful = inner & (fslot < sure[np.maximum(t.tn_feature, 0)])
-                for d in range(1, int(p.tree_depth[trees].max(initial=0))):
-                    at_d = useful & (p.depth == d)
-                    deep = np.intersect1d(trees, p.tree_of[at_d])
+    def _leaf_layout(self):
+        """Leaves numbered tree by tree: per leaf node, its number within its
+        tree, and a value table laid out tree by tree, leaf by leaf, so a
+        leaf's values start at base[t] + local * width[t]."""
+        t, p = self.t, self.paths
+        T = self.layout.n_trees
+        leaves = np.flatnonzero((t.tn_feature < 0) & np.isin(np.arange(t.tn_feature.size),
+                                                              np.concatenate(p.levels)))
+        leaves = leaves[np.lexsort((leaves, p.tree_of[leaves]))]
+        n_leaves = np.bincount(p.tree_of[leaves], minlength=T)
+        first = np.r_[0, np.cumsum(n_leaves)[:-1]]
+        local = np.zeros(t.tn_feature.size, np.int64)
+        local[leaves] = np.arange(leaves.size) - first[p.tree_of[leaves]]
+        width = self._tree_widths()
+        vals = np.concatenate([t.leaf_value[t.tn_value[n]: t.tn_value[n] + width[p.tree_of[n]]]
+                               for n in leaves]) if leaves.size else np.zeros(0, np.float32)
+        base = np.r_[0, np.cumsum(n_leaves * width)[:-1]]
+        return local, n_leaves, base, width, vals.astype(np.float32)
 
-                    def vote(nodes, was_leaf, r=r):
-                        wanted = useful[nodes]
-                        return (np.where(wanted, r * F + t.tn_feature[nodes], pad),
-                                np.where(wanted, fslot[nodes] + 1, 1).astype(np.float32))
-                    if deep.size:
-                        forests.append(ir_forest(t, p, deep, max_depth=d, vote=vote))
-            y = tree_ensemble(self.g, self.X, Forest.concat(forests), pad + 1, self.op, AGG_MIN)
-            self._ensemble = y
-        return self._ensemble
+    def _tree_widths(self):
+        """[T]: the output width of the bank each tree belongs to."""
+        t = self.t
+        width = np.ones(self.layout.n_trees, np.int64)
+        for n in np.flatnonzero(t.node_kind == KIND_TREES):
+            first, count = int(t.node_first[n]), int(t.node_count[n])
+            width[first:first + count] = t.node_width[n]
+        return width
 
     def leaf(self):
-        """[N, T] int64: the global node index of the leaf each tree reaches."""
+        """[N, T] int64: per tree, where the values of the leaf it reaches
+        start in ``self._vals``.
+
+        One SUM-aggregated ensemble of the trees, several trees to a target:
+        tree t votes (leaf number) * mult[t], and the trees sharing a target
+        have mults 1, L1, L1*L2, ... below 2^24, so every partial sum is an
+        integer float32 holds exactly, whatever order onnxruntime adds in,
+        and (sum // mult[t]) % L[t] is the leaf number.  Fewer targets: the
+        operator's cost grows with them (measured: 100 trees, 44.7 ms with
+        one target, 72 ms with one per tree, 57 ms with one per three)."""
         if self._leaf is None:
-            g, R, T = self.g, self.sched.n_regions, self.layout.n_trees
-            self._leaf = g.cast(g.slice(self.ensemble(), R * self.F, R * self.F + T, 1), I64)
+            g, t, p = self.g, self.t, self.paths
+            T = self.layout.n_trees
+            local, n_leaves, base, width, self._vals = self._leaf_layout()
+            target, mult = np.zeros(T, np.int64), np.ones(T, np.int64)
+            k, room = 0, 1
+            for i in range(T):
+                if room * n_leaves[i] > MAX_EXACT:
+                    k, room = k + 1, 1
+                target[i], mult[i] = k, room
+                room *= int(n_leaves[i])
+            forest = ir_forest(t, p, np.arange(T), vote=lambda nodes, was_leaf: (
+                target[p.tree_of[nodes]], (local[nodes] * mult[p.tree_of[nodes]]).astype(np.float32)))
+            y = g.cast(tree_ensemble(g, self.X, forest, k + 1, self.op, AGG_SUM), I64)
+            q = y if k + 1 == T else g.gather(y, target, 1)
+            if k + 1 < T:
+                q = g.op("Mod", g.op("Div", q, g.const(mult[None])), g.const(n_leaves[None]))
+            if np.any(width != 1):
+                q = g.op("Mul", q, g.const(width[None]))
+            self._leaf = g.op("Add", q, g.const(base[None]))
         return self._leaf
+
+    def first_touches(self):
+        """[N, R, F] int64, or None: per region, the first slot at which a
+        tree path touches each feature below its root, ``never`` if no path
+        does -- for the features whose static bound does not settle it.
+
+        One MIN-aggregated ensemble.  A leaf votes one target, so a tree is
+        repeated: copy c keeps, on each path, the splits above its c-th
+        *useful* split and makes that split a leaf voting slot - never (< 0,
+        so MIN keeps the earliest and "no vote", 0, reads as never).  A
+        split is useful unless an ancestor has its feature, or the static
+        bound of ``_static_features`` is no later than its slot."""
+        t, p, sc = self.t, self.paths, self.sched
+        F, R, T = self.F, sc.n_regions, self.layout.n_trees
+        if T == 0:
+            return None
+        pad = R * F                  # a target nobody reads
+        sure_all = self._static_features()
+        inner = t.tn_feature >= 0
+        feat = np.maximum(t.tn_feature, 0)
+        repeat = p.repeats(feat)
+        forests = []
+        for r in range(R):
+            occ = sc.occ_region == r
+            slot_of = np.full(T, -1, np.int64)
+            slot_of[sc.occ_tree[occ]] = sc.occ_slot[occ]
+            fslot = slot_of[p.tree_of] + 1 + p.depth
+            useful = inner & ~repeat & (slot_of[p.tree_of] >= 0) & (fslot < sure_all[r][feat])
+            rank = p.count_above(useful)
+            for c in range(int(rank[useful].max(initial=-1)) + 1):
+                votes = useful & (rank == c)
+
+                def vote(nodes, was_leaf, r=r, votes=votes):
+                    v = votes[nodes]
+                    return (np.where(v, r * F + t.tn_feature[nodes], pad),
+                            np.where(v, fslot[nodes] - self.never, 0).astype(np.float32))
+                forests.append(ir_forest(t, p, np.unique(p.tree_of[votes]),
+                                         internal=p.ancestors_where(votes), vote=vote))
+        if not forests:
+            return None
+        g = self.g
+        y = tree_ensemble(g, self.X, Forest.concat(forests), pad + 1, self.op, AGG_MIN)
+        y = g.op("Add", g.cast(g.slice(y, 0, R * F, 1), I64), g.const(self.never))
+        return g.op("Reshape", y, g.const([0, R, F], np.int64))
 
     def leaf_values(self, trees, outputs):
         """Leaf values of global ``trees`` at ``outputs``, by lookup: outputs
         [P] (one per tree) give [N, P]; outputs [1, 1, K] give [N, P, K]."""
-        g, t = self.g, self.t
-        leaf = self.leaf() if np.array_equal(trees, np.arange(self.layout.n_trees)) \
+        g = self.g
+        start = self.leaf() if np.array_equal(trees, np.arange(self.layout.n_trees)) \
             else g.gather(self.leaf(), trees, 1)
-        off = g.op("Gather", g.const(t.tn_value.astype(np.int64)), leaf)
         if np.ndim(outputs) == 3:
-            off = g.unsqueeze(off, [2])
-        return g.op("Gather", g.const(t.leaf_value), g.op("Add", off, g.const(outputs, np.int64)))
+            start = g.unsqueeze(start, [2])
+        if np.size(outputs) > 1 or np.any(outputs):
+            start = g.op("Add", start, g.const(outputs, np.int64))
+        return g.op("Gather", g.const(self._vals), start)
 
     # -- node values ------------------------------------------------------
     def prefix(self, n):
@@ -318,21 +379,23 @@ class _Exact:
         sc = self.sched
         col = np.full(self.layout.n_features + self.layout.n_trees + self.layout.n_sv, -1, np.int64)
         col[units] = np.arange(len(units))
-        out = np.full((sc.n_regions, len(units)), INT64_INF, np.int64)
+        out = np.full((sc.n_regions, len(units)), self.never, np.int64)
         keep = col[sc.ev_unit] >= 0
         np.minimum.at(out, (sc.ev_region[keep], col[sc.ev_unit[keep]]), sc.ev_slot[keep])
         return out
 
     def _static_features(self):
-        """[R, F]: per region, the first slot at which a feature is touched
-        whatever the row: static events, and the root of every tree run."""
+        """[R, F]: per region, a slot by which every row active there has
+        touched each feature: static events, and every tree run whose every
+        path splits on the feature (at its root: exactly then).  Where no
+        earlier touch exists the row touches it exactly there, so the bound
+        can stand in for the first touch (see ``feature_slots``)."""
         sc, t = self.sched, self.t
         static = self._static(np.arange(self.F))
         if sc.occ_tree.size:
-            root = t.tree_root[sc.occ_tree]
-            inner = t.tn_feature[root] >= 0
-            np.minimum.at(static, (sc.occ_region[inner], t.tn_feature[root[inner]]),
-                          sc.occ_slot[inner] + 1)
+            guaranteed = guaranteed_depths(t, self.paths, self.F)[sc.occ_tree]   # [occ, F]
+            occ, f = np.nonzero(guaranteed >= 0)
+            np.minimum.at(static, (sc.occ_region[occ], f), sc.occ_slot[occ] + 1 + guaranteed[occ, f])
         return static
 
     def _first_active(self, per_region, mask, per_row):
@@ -342,21 +405,18 @@ class _Exact:
         if mask is None:
             one = g.squeeze(per_region, [1])
             return one if per_row else expand_rows(g, self.X, one)
-        hidden = g.where(g.unsqueeze(mask, [2]), per_region, g.const(INT64_INF))
+        hidden = g.where(g.unsqueeze(mask, [2]), per_region, g.const(self.never))
         return g.op("ReduceMin", hidden, g.const([1], np.int64), keepdims=0)
 
     def feature_slots(self, mask):
         """[N, F] int64: per row, the slot of each feature's first touch."""
-        g, sc, F = self.g, self.sched, self.F
-        R = sc.n_regions
+        g = self.g
         per_region = g.const(self._static_features()[None])
-        if self.layout.n_trees and self.paths.tree_depth.max() > 1:
-            y = g.cast(g.slice(self.ensemble(), 0, R * F, 1), I64)
-            y = g.op("Reshape", y, g.const([0, R, F], np.int64))
-            path = g.where(g.op("Equal", y, g.const(np.int64(0))), g.const(INT64_INF),
-                           g.op("Sub", y, g.const(np.int64(1))))
-            return self._first_active(g.op("Min", path, per_region), mask, per_row=True)
-        return self._first_active(per_region, mask, per_row=False)
+        paths = self.first_touches()
+        if paths is None:
+            return self._first_active(per_region, mask, per_row=False)
+        # the static bound is attained whenever no path touches the feature earlier
+        return self._first_active(g.op("Min", paths, per_region), mask, per_row=True)
 
     def run(self, with_budget):
         g, t, L, sched = self.g, self.t, self.layout, self.sched
@@ -368,7 +428,7 @@ class _Exact:
         group_slots = None
         if G:
             idx = expand_rows(g, self.X, g.const(np.where(fg >= 0, fg, G).astype(np.int64)[None]))
-            group_slots = g.op("ScatterElements", rows_like(g, self.X, INT64_INF, np.int64, (G + 1,)),
+            group_slots = g.op("ScatterElements", rows_like(g, self.X, self.never, np.int64, (G + 1,)),
                                idx, feat_slots, axis=1, reduction="min")
         # the units with a cost; in the sort a group comes just before its feature
         fc, gc = self.m.feature_costs, self.m.group_costs
@@ -387,14 +447,14 @@ class _Exact:
         costs = np.concatenate([fc[feats], t.tree_cost[trees], t.sv_cost[svs], gc[groups]])
         parity = np.r_[np.ones(costs.size - groups.size, np.int64), np.zeros(groups.size, np.int64)]
         budget = "budget" if with_budget else None
-        never = rows_like(g, self.X, INT64_INF, np.int64)
+        never = rows_like(g, self.X, self.never, np.int64)
         if parts:
             h, cost = self._pay(g.concat(parts, 1), costs.astype(np.float64), parity, budget, never)
         else:
             h, cost = never, rows_like(g, self.X, 0.0, np.float64)
         if budget is not None:
             # a negative budget halts at the very first unit, even a free one
-            first_static = np.full((sched.n_regions, 1), INT64_INF, np.int64)
+            first_static = np.full((sched.n_regions, 1), self.never, np.int64)
             np.minimum.at(first_static[:, 0], sched.ev_region, sched.ev_slot)
             first = g.op("Min", g.op("ReduceMin", feat_slots, g.const([1], np.int64), keepdims=0),
                          g.squeeze(self._first_active(g.const(first_static[None]), mask, per_row=False), [1]))
@@ -427,7 +487,7 @@ class _Exact:
         halting slot ('never' if none) and the cost paid before it."""
         g = self.g
         U = costs.size
-        touched = g.op("Less", slots, g.const(INT64_INF))
+        touched = g.op("Less", slots, g.const(self.never))
         cost_m = g.where(touched, g.const(costs[None]), g.const(np.float64(0)))
         keys = g.op("Add", g.op("Mul", slots, g.const(np.int64(2))), g.const(parity[None]))
         skeys, order = g.op("TopK", keys, g.const([U], np.int64), axis=1, largest=0, sorted=1, n_out=2)

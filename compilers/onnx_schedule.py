@@ -33,11 +33,43 @@ from ..ir.nodes import INPUT_FEATURE, INPUT_TREE
 
 @dataclass
 class TreePaths:
-    """Per global tree node: its depth and its tree.  ``tree_depth[t]`` is
-    tree t's deepest path, so tree t reserves 1 + tree_depth[t] slots."""
+    """Per global tree node: its depth, its tree and its parent (-1 at
+    roots).  ``tree_depth[t]`` is tree t's deepest path, so tree t reserves
+    1 + tree_depth[t] slots."""
     depth: np.ndarray        # [M]
     tree_of: np.ndarray      # [M] global tree of each node
+    parent: np.ndarray       # [M]
     tree_depth: np.ndarray   # [T]
+    levels: list             # levels[d]: the nodes at depth d
+
+    def ancestors_where(self, mask):
+        """[M] bool: nodes with a strict descendant in ``mask``."""
+        out = np.zeros(mask.shape[0], bool)
+        up = self.parent[mask]
+        while up.size:
+            up = up[up >= 0]
+            up = up[~out[up]]         # stop where an earlier climb passed
+            out[up] = True
+            up = self.parent[up]
+        return out
+
+    def repeats(self, feature):
+        """[M] bool: nodes whose feature a strict ancestor already has."""
+        out = np.zeros(feature.shape[0], bool)
+        for d, nodes in enumerate(self.levels):
+            up = nodes
+            for _ in range(d):
+                up = self.parent[up]
+                out[nodes] |= feature[up] == feature[nodes]
+        return out
+
+    def count_above(self, mask):
+        """[M] int: how many strict ancestors of each node are in ``mask``."""
+        out = np.zeros(mask.shape[0], np.int64)
+        for nodes in self.levels[1:]:
+            par = self.parent[nodes]
+            out[nodes] = out[par] + mask[par]
+        return out
 
 
 def tree_paths(tab: Tables, n_trees: int) -> TreePaths:
@@ -45,22 +77,55 @@ def tree_paths(tab: Tables, n_trees: int) -> TreePaths:
     trees, the lowered tables hold one placeholder node: ignore it.)"""
     if n_trees == 0:
         z = np.zeros(0, np.int64)
-        return TreePaths(z, z, z)
+        return TreePaths(z, z, z, z, [])
     M, T = tab.tn_feature.shape[0], tab.tree_root.shape[0]
     feature = tab.tn_feature
     depth = np.zeros(M, np.int64)
     tree_of = np.zeros(M, np.int64)
+    parent = np.full(M, -1, np.int64)
     frontier = tab.tree_root.astype(np.int64)
     tree_of[frontier] = np.arange(T)
+    levels = []
     while frontier.size:
+        levels.append(frontier)
         inner = frontier[feature[frontier] >= 0]
         for child in (tab.tn_left[inner], tab.tn_right[inner]):
             depth[child] = depth[inner] + 1
             tree_of[child] = tree_of[inner]
+            parent[child] = inner
         frontier = np.concatenate([tab.tn_left[inner], tab.tn_right[inner]]).astype(np.int64)
     tree_depth = np.zeros(T, np.int64)
     np.maximum.at(tree_depth, tree_of, depth)
-    return TreePaths(depth, tree_of, tree_depth)
+    return TreePaths(depth, tree_of, parent, tree_depth, levels)
+
+
+def guaranteed_depths(tab: Tables, paths: TreePaths, n_features: int, chunk=1 << 22):
+    """[T, F]: the depth by which *every* path of tree t has split on
+    feature f (0 for its root's feature), or -1 when some path never does.  Bottom up: a node guarantees its own feature at 0, and a
+    feature both children guarantee at 1 + the later of the two."""
+    T = paths.tree_depth.shape[0]
+    never = np.iinfo(np.int32).max // 2
+    out = np.full((T, n_features), -1, np.int64)
+    if T == 0:
+        return out
+    per = max(1, chunk // (n_features * int(np.bincount(paths.tree_of).max())))
+    for t0 in range(0, T, per):       # trees in chunks: [nodes, F] stays small
+        nodes = np.flatnonzero((paths.tree_of >= t0) & (paths.tree_of < t0 + per))
+        local = np.full(paths.depth.shape[0], -1, np.int64)
+        local[nodes] = np.arange(nodes.size)
+        g = np.full((nodes.size, n_features), never, np.int32)
+        for level in reversed(paths.levels):
+            n = level[(level >= 0) & (local[level] >= 0)]
+            n = n[tab.tn_feature[n] >= 0]
+            if not n.size:
+                continue
+            both = np.maximum(g[local[tab.tn_left[n]]], g[local[tab.tn_right[n]]])
+            g[local[n]] = np.minimum(both + 1, never)
+            g[local[n], tab.tn_feature[n]] = 0
+        roots = tab.tree_root[t0:t0 + per]
+        at_root = g[local[roots]]
+        out[t0:t0 + roots.size] = np.where(at_root < never, at_root, -1)
+    return out
 
 
 @dataclass
@@ -78,6 +143,7 @@ class Schedule:
     cp_region: np.ndarray
     cp_end: np.ndarray       # a checkpoint is complete iff halting slot >= cp_end
     cp_order: np.ndarray     # position along a row's route (depth for classifier trees)
+    n_slots: int             # every slot is below this: it stands for "never"
 
 
 @dataclass(frozen=True)
@@ -210,4 +276,4 @@ def schedule(tab: Tables, layout: UnitLayout, tree_depth) -> Schedule:
 
     return Schedule(n_regions, cols(u.occ, 0), cols(u.occ, 1), cols(u.occ, 2),
                     cols(u.ev, 0), cols(u.ev, 1), cols(u.ev, 2),
-                    cp_region, cp_end, np.asarray(cp_order, np.int64))
+                    cp_region, cp_end, np.asarray(cp_order, np.int64), u.slot)

@@ -88,14 +88,17 @@ class Forest:
         return Forest(*(np.concatenate(cols) for cols in zip(*parts)))
 
 
-def ir_forest(tab: Tables, paths: TreePaths, trees, max_depth=None, vote=None) -> Forest:
-    """Global ``trees`` as a forest, optionally cut at depth ``max_depth``
-    (deeper nodes dropped, depth-``max_depth`` nodes made leaves).
-    ``vote(nodes, was_leaf)`` gives (target, weight) for the forest's leaves."""
+def ir_forest(tab: Tables, paths: TreePaths, trees, internal=None, vote=None) -> Forest:
+    """Global ``trees`` as a forest.  ``internal`` (bool per global node;
+    default: every split) says which splits stay splits: their children are
+    kept, every other kept node becomes a leaf and the subtree below it is
+    dropped.  ``vote(nodes, was_leaf)`` gives (target, weight) for the
+    forest's leaves."""
     trees = np.asarray(trees, np.int64)
-    keep = np.isin(paths.tree_of, trees)
-    if max_depth is not None:
-        keep &= paths.depth <= max_depth
+    if internal is None:
+        internal = tab.tn_feature >= 0
+    is_root = paths.parent < 0
+    keep = np.isin(paths.tree_of, trees) & (is_root | internal[np.maximum(paths.parent, 0)])
     nodes = np.flatnonzero(keep)
     rank = np.searchsorted(trees, paths.tree_of[nodes])
     order = np.lexsort((nodes, paths.depth[nodes], rank))
@@ -103,9 +106,7 @@ def ir_forest(tab: Tables, paths: TreePaths, trees, max_depth=None, vote=None) -
     local = np.full(tab.tn_feature.shape[0], -1, np.int64)
     local[nodes] = np.arange(nodes.size)
     was_leaf = tab.tn_feature[nodes] < 0
-    leaf = was_leaf.copy()
-    if max_depth is not None:
-        leaf |= paths.depth[nodes] == max_depth
+    leaf = ~internal[nodes] | was_leaf
     left = np.where(leaf, -1, local[np.maximum(tab.tn_left[nodes], 0)])
     right = np.where(leaf, -1, local[np.maximum(tab.tn_right[nodes], 0)])
     target = np.full(nodes.size, -1, np.int64)
