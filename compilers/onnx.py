@@ -3,21 +3,22 @@
 ``compile_onnx(model)`` builds, from standard ai.onnx / ai.onnx.ml operators
 only (no custom ops, no per-row Loop or If):
 
-* **values**: one MIN-aggregated tree-ensemble operator gives, per row, the
-  leaf each tree reaches (its global node index); leaf values are then exact
+* **values**: one SUM-aggregated tree-ensemble operator gives, per row, the
+  leaf each tree reaches (several trees' leaf numbers packed into one
+  integer-valued target, exact in float32); leaf values are then exact
   table lookups.  Every sum whose order matters (trees in bank order,
   linear terms and support vectors in IR order, kernel features) is a
   ``CumSum``, which onnxruntime evaluates left to right: the bits match the
   reference.  exp is the portable expf built from the same basic operations
   (onnx_graph.expf), so it matches too; there is no ulp bound to document.
 * **lazy cost**: the static schedule (onnx_schedule.py) numbers every place
-  a unit can be touched.  Per row, the same ensemble (trees cut at each
-  depth, voting "feature f touched at slot s") and the static events give
-  each unit the slot of its first touch in an active region, TopK sorts the
-  paid units into acquisition order, and CumSum adds their costs in float64 in that
-  order, as the reference does.  The budget halts the row at the first unit
-  whose running sum exceeds it; checkpoints completed before that give
-  ``stage`` and the returned scores.
+  a unit can be touched.  Per row, a MIN-aggregated ensemble (tree copies
+  cut below each useful split, voting "feature f touched at slot s") and
+  the static bounds give each unit the slot of its first touch in an active
+  region, TopK sorts the paid units into acquisition order, and CumSum adds
+  their costs in float64 in that order, as the reference does.  The budget
+  halts the row at the first unit whose running sum exceeds it; checkpoints
+  completed before that give ``stage`` and the returned scores.
 * **routing** (cascade exits, classifier-tree branches) is a per-row boolean
   mask over regions, computed from the scorers' margins.
 
@@ -213,7 +214,7 @@ class _Exact:
         sure_all = self._static_features()
         inner = t.tn_feature >= 0
         feat = np.maximum(t.tn_feature, 0)
-        repeat = p.repeats(feat)
+        repeat = p.repeats(t.tn_feature)
         forests = []
         for r in range(R):
             occ = sc.occ_region == r

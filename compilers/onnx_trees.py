@@ -1,4 +1,4 @@
-"""Forests of (possibly truncated) trees as one ai.onnx.ml tree-ensemble op.
+"""Forests of (possibly cut) trees as one ai.onnx.ml tree-ensemble op.
 
 Two emitters of the same ``Forest``:
 
@@ -6,16 +6,14 @@ Two emitters of the same ``Forest``:
   onnxruntime runs it;
 * ``TreeEnsembleRegressor`` (ai.onnx.ml opset 3), the fallback.
 
-Every leaf casts one (target, weight) vote.  The exact graph uses two kinds
-of trees in one MIN-aggregated ensemble (see compilers/onnx.py):
+Every leaf casts one (target, weight) vote.  The exact graph (see
+compilers/onnx.py) uses two ensembles:
 
-* each IR tree in full, voting its leaf's global node index on the tree's
-  own target (the only vote that target gets, so MIN returns it exactly);
-* each IR tree *truncated at depth d*: its depth-d nodes become leaves that
-  vote "feature f was touched at slot s" on feature f's target.  MIN over all
-  of them gives, per row, the first slot at which each feature is touched,
-  computed inside the operator's own loop instead of as [rows, trees x depth]
-  tensors.
+* the IR trees in full, SUM-aggregated, voting packed leaf numbers;
+* copies of the trees cut below their useful splits, MIN-aggregated: a cut
+  split becomes a leaf voting "feature f was touched at slot s" on f's
+  target, so MIN gives each feature's first touch inside the operator's own
+  loop instead of as [rows, trees x depth] tensors.
 """
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ import pytest
 from onnx import TensorProto, helper
 
 from skinflint.compilers.onnx_graph import Graph, expf
-from skinflint.compilers.onnx_trees import AGG_MIN, Forest, tree_ensemble
+from skinflint.compilers.onnx_trees import AGG_MIN, AGG_SUM, Forest, tree_ensemble
 from skinflint.runtimes._expf import expf_array
 
 F32, F64, I64 = TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.INT64
@@ -93,3 +93,36 @@ def test_expf_graph_is_the_portable_expf_bit_for_bit():
     nan = np.isnan(want)
     assert np.array_equal(np.isnan(y), nan)
     assert np.array_equal(y[~nan].view(np.uint32), want[~nan].view(np.uint32))
+
+
+def test_topk_breaks_ties_by_index_on_long_rows():
+    # the cost sort relies on it at any width: groups sort before their feature
+    rng = np.random.default_rng(5)
+    k = rng.integers(0, 6, (50, 300)).astype(np.int64)
+    idx = run(lambda g, a: g.op("TopK", a, g.const([300], np.int64), axis=1, largest=0, sorted=1,
+                                n_out=2)[1], {"k": k}, I64, I64)
+    assert np.array_equal(idx, np.argsort(k, axis=1, kind="stable"))
+
+
+def test_sum_ensemble_adds_packed_integer_votes_exactly():
+    # 24 one-split trees on 8 targets: each target sums 3 votes, each below
+    # 2^24 and their total too; the sums must be the exact integers
+    rng = np.random.default_rng(2)
+    T, n = 24, 200
+    x = rng.normal(size=(n, T)).astype(np.float32)
+    w = rng.integers(0, 64, (T, 2)) * (2.0 ** (6 * (np.arange(T) // 8)))[:, None]
+    z = np.zeros
+    tree = np.repeat(np.arange(T), 3)
+    feature = np.tile([0, -1, -1], T) + np.repeat(np.arange(T), 3) * np.tile([1, 0, 0], T)
+    left = np.tile([1, -1, -1], T) + np.repeat(3 * np.arange(T), 3) * np.tile([1, 0, 0], T)
+    right = left + np.tile([1, 0, 0], T)
+    target = np.where(feature < 0, np.repeat(np.arange(T) % 8, 3), -1)
+    weight = np.zeros(3 * T, np.float32)
+    weight[1::3], weight[2::3] = w[:, 0], w[:, 1]
+    forest = Forest(tree, feature, z(3 * T, np.float32), z(3 * T, np.int64), left, right, target, weight)
+    for op, ml in (("TreeEnsemble", 5), ("TreeEnsembleRegressor", 3)):
+        y = run(lambda g, a: tree_ensemble(g, a, forest, 8, op, AGG_SUM), {"x": x}, F32, F32, ml=ml)
+        want = np.zeros((n, 8))
+        for t in range(T):
+            want[:, t % 8] += np.where(x[:, t] <= 0, w[t, 0], w[t, 1])
+        assert np.array_equal(y.astype(np.float64), want), op

@@ -164,3 +164,29 @@ def test_bad_options_are_errors():
     with pytest.raises(ValueError, match="tree_op"):
         compile_onnx(m, tree_op="TreeEnsembleClassifier")
     assert compile_onnx(m, opset=20).opset_import[0].version == 20
+
+
+def _complete_tree(depth, n_features, rng):
+    """A complete tree in heap order: node i splits on a random feature at a
+    random threshold, children 2i+1 and 2i+2; leaves carry random values."""
+    n_inner, n = 2 ** depth - 1, 2 ** (depth + 1) - 1
+    i = np.arange(n)
+    inner = i < n_inner
+    return dict(feature=np.where(inner, rng.integers(0, n_features, n), -1),
+                threshold=np.where(inner, rng.normal(size=n), 0.0).astype(np.float32),
+                left=np.where(inner, 2 * i + 1, -1), right=np.where(inner, 2 * i + 2, -1),
+                value=rng.normal(size=(n, 1)).astype(np.float32),
+                missing_left=rng.random(n) < 0.5)
+
+
+@pytest.mark.parametrize("depths", [[13, 3, 12], [11] * 5, [1] * 30 + [2]])
+def test_leaf_packing_at_its_limits(depths):
+    # 8192 leaves leave room for one tree per float32 target, 2048 for two
+    # (the last target half empty), two leaves for 24 (a second target)
+    rng = np.random.default_rng(len(depths))
+    F = 6
+    bank = ir.concat_trees([_complete_tree(d, F, rng) for d in depths], base_score=[0.25])
+    model = ir.model(ir.features_from_costs(rng.uniform(0.5, 3, F)), [bank], 0, task=ir.binary_task())
+    X = rng.normal(size=(400, F)).astype(np.float32)
+    rep = onnx_report(model, supported_tree_op(), X)
+    assert rep.ok, rep
