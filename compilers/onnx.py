@@ -89,11 +89,8 @@ def compile_onnx(model, *, opset=None, mode="exact", budget=True, features_used=
 
 
 def _version():
-    from importlib.metadata import PackageNotFoundError, version
-    try:
-        return version("skinflint")
-    except PackageNotFoundError:
-        return "unknown"
+    from skinflint import __version__
+    return __version__
 
 
 def _metadata(model, mode, tree_op):
@@ -127,23 +124,27 @@ class _Exact:
 
     # -- trees ------------------------------------------------------------
     def _leaf_layout(self):
-        """Leaves numbered tree by tree: per leaf node, its number within its
-        tree, and a value table laid out tree by tree, leaf by leaf, so a
-        leaf's values start at base[t] + local * width[t]."""
+        """Leaves numbered tree by tree: per node, its leaf number within its
+        tree; per tree, its leaf count, output width and where its values
+        start in ``vals``, a table laid out tree by tree, leaf by leaf (a
+        leaf's values start at base[t] + number * width[t])."""
         t, p = self.t, self.paths
         T = self.layout.n_trees
-        leaves = np.flatnonzero((t.tn_feature < 0) & np.isin(np.arange(t.tn_feature.size),
-                                                              np.concatenate(p.levels)))
+        reached = np.zeros(t.tn_feature.size, bool)
+        reached[np.concatenate(p.levels)] = True
+        leaves = np.flatnonzero((t.tn_feature < 0) & reached)
         leaves = leaves[np.lexsort((leaves, p.tree_of[leaves]))]
         n_leaves = np.bincount(p.tree_of[leaves], minlength=T)
         first = np.r_[0, np.cumsum(n_leaves)[:-1]]
         local = np.zeros(t.tn_feature.size, np.int64)
         local[leaves] = np.arange(leaves.size) - first[p.tree_of[leaves]]
         width = self._tree_widths()
-        vals = np.concatenate([t.leaf_value[t.tn_value[n]: t.tn_value[n] + width[p.tree_of[n]]]
-                               for n in leaves]) if leaves.size else np.zeros(0, np.float32)
+        w = width[p.tree_of[leaves]]
+        # each leaf's w values, leaf after leaf: tn_value[leaf] + 0 .. w - 1
+        within = np.arange(w.sum()) - np.repeat(np.cumsum(w) - w, w)
+        vals = t.leaf_value[np.repeat(t.tn_value[leaves], w) + within].astype(np.float32)
         base = np.r_[0, np.cumsum(n_leaves * width)[:-1]]
-        return local, n_leaves, base, width, vals.astype(np.float32)
+        return local, n_leaves, base, width, vals
 
     def _tree_widths(self):
         """[T]: the output width of the bank each tree belongs to."""
@@ -155,8 +156,8 @@ class _Exact:
         return width
 
     def leaf(self):
-        """[N, T] int64: per tree, where the values of the leaf it reaches
-        start in ``self._vals``.
+        """([N, T] int64, values table): per tree, where the values of the
+        leaf it reaches start in the table.
 
         One SUM-aggregated ensemble of the trees, P trees to a target: the
         j-th tree on a target votes (its leaf number) * 2^(b j), with 2^b
@@ -169,7 +170,7 @@ class _Exact:
         if self._leaf is None:
             g, t, p = self.g, self.t, self.paths
             T = self.layout.n_trees
-            local, n_leaves, base, width, self._vals = self._leaf_layout()
+            local, n_leaves, base, width, vals = self._leaf_layout()
             b = max(1, int(np.ceil(np.log2(max(2, n_leaves.max())))))
             P = max(1, 24 // b)
             n_targets = -(-T // P)
@@ -191,7 +192,7 @@ class _Exact:
             q = g.cast(y, I64)
             if np.any(width != 1):
                 q = g.op("Mul", q, g.const(width[None]))
-            self._leaf = g.op("Add", q, g.const(base[None]))
+            self._leaf = g.op("Add", q, g.const(base[None])), vals
         return self._leaf
 
     def first_touches(self):
@@ -253,13 +254,14 @@ class _Exact:
         """Leaf values of global ``trees`` at ``outputs``, by lookup: outputs
         [P] (one per tree) give [N, P]; outputs [1, 1, K] give [N, P, K]."""
         g = self.g
-        start = self.leaf() if np.array_equal(trees, np.arange(self.layout.n_trees)) \
-            else g.gather(self.leaf(), trees, 1)
+        start, vals = self.leaf()
+        if not np.array_equal(trees, np.arange(self.layout.n_trees)):
+            start = g.gather(start, trees, 1)
         if np.ndim(outputs) == 3:
             start = g.unsqueeze(start, [2])
         if np.size(outputs) > 1 or np.any(outputs):
             start = g.op("Add", start, g.const(outputs, np.int64))
-        return g.op("Gather", g.const(self._vals), start)
+        return g.op("Gather", g.const(vals), start)
 
     # -- node values ------------------------------------------------------
     def prefix(self, n):
@@ -471,8 +473,7 @@ class _Exact:
             h, cost = never, rows_like(g, self.X, 0.0, np.float64)
         if budget is not None:
             # a negative budget halts at the very first unit, even a free one
-            first_static = np.full((sched.n_regions, 1), self.never, np.int64)
-            np.minimum.at(first_static[:, 0], sched.ev_region, sched.ev_slot)
+            first_static = self._static(np.arange(L.n_features + L.n_trees + L.n_sv)).min(1, keepdims=True)
             first = g.op("Min", g.op("ReduceMin", feat_slots, g.const([1], np.int64), keepdims=0),
                          g.squeeze(self._first_active(g.const(first_static[None]), mask, per_row=False), [1]))
             h = g.where(g.op("Less", budget, g.const(np.float64(0))), first, h)

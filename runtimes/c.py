@@ -100,12 +100,8 @@ class CRuntime:
             return self._predict_lazy(X, b)
         if api != "dense":
             raise ValueError(f"api must be 'dense' or 'lazy', not {api!r}")
-        K, P, F = m.task.n_outputs, self._P, m.n_features
-        scores = np.zeros((N, K), np.float32)
-        proba = np.zeros((N, max(P, 1)), np.float32)
-        label = np.zeros(N, np.int32)
-        cost = np.zeros(N, np.float64)
-        stage = np.zeros(N, np.int32)
+        F = m.n_features
+        scores, proba, label, cost, stage = self._buffers(N)
         used = np.zeros((N, max(F, 1)), np.uint8)
         p = lambda a: a.ctypes.data_as(ctypes.c_void_p)
         if N:
@@ -114,7 +110,7 @@ class CRuntime:
 
     def _predict_lazy(self, X, b) -> Prediction:
         m = self.model
-        N, F, K, P = X.shape[0], m.n_features, m.task.n_outputs, self._P
+        N, F = X.shape[0], m.n_features
         ws = ctypes.create_string_buffer(self._lib.sfm_workspace_size())
         fetched = np.zeros(N, np.int64)
         state = {"row": 0}
@@ -126,11 +122,7 @@ class CRuntime:
             return float(X[state["row"], j])
         cb = self._Fetch(fetch)
         res = self._Result()
-        scores = np.zeros((N, K), np.float32)
-        proba = np.zeros((N, max(P, 1)), np.float32)
-        label = np.zeros(N, np.int32)
-        cost = np.zeros(N, np.float64)
-        stage = np.zeros(N, np.int32)
+        scores, proba, label, cost, stage = self._buffers(N)
         used = np.zeros((N, F), bool)
         words = (F + 31) // 32 or 1
         for i in range(N):
@@ -144,6 +136,13 @@ class CRuntime:
             used[i] = ((bits[np.arange(F) // 32] >> (np.arange(F) % 32)) & 1).astype(bool)
         self.last_fetch_counts = fetched
         return self._prediction(scores, proba, label, cost, stage, used)
+
+    def _buffers(self, N):
+        """Zeroed per-row outputs as sfm_result lays them out: scores, proba,
+        label, cost, stage."""
+        return (np.zeros((N, self.model.task.n_outputs), np.float32),
+                np.zeros((N, max(self._P, 1)), np.float32), np.zeros(N, np.int32),
+                np.zeros(N, np.float64), np.zeros(N, np.int32))
 
     def _prediction(self, scores, proba, label, cost, stage, used) -> Prediction:
         task = self.model.task

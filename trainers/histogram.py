@@ -78,12 +78,14 @@ def subtract_into(parent, child):
     return parent
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True)
 def node_sums(rows, g, h):
-    """(G, H, N) of the rows: the root's sums (children get theirs from the split)."""
+    """(G, H, N) of the rows: the root's sums (children get theirs from the
+    split).  Serial on purpose: a parallel reduction's rounding depends on
+    the thread count, and the model bytes must not (one pass per tree)."""
     G = 0.0
     H = 0.0
-    for i in prange(rows.shape[0]):
+    for i in range(rows.shape[0]):
         G += g[rows[i]]
         H += h[rows[i]]
     return G, H, float(rows.shape[0])
