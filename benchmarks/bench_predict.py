@@ -90,11 +90,13 @@ def lightgbm_to_ir(booster, n_features):
 
 
 def _throughput_and_latency(run, X, reps=3, singles=300):
-    """(rows/s on the whole batch, microseconds per single-row call)."""
+    """(rows/s on the whole batch, microseconds per single-row call): the
+    best of ``reps`` batch runs, so one slow spell of a shared machine does
+    not decide a ratio."""
     run(X[:16])
-    _, t = timed(lambda: [run(X) for _ in range(reps)])
+    t = min(timed(lambda: run(X))[1] for _ in range(reps))
     _, t1 = timed(lambda: [run(X[i:i + 1]) for i in range(singles)])
-    return len(X) * reps / t, t1 / singles * 1e6
+    return len(X) / t, t1 / singles * 1e6
 
 
 def bench_onnx(clf, model, X):
@@ -105,21 +107,28 @@ def bench_onnx(clf, model, X):
     from skinflint.compilers.onnx import compile_onnx
     F = X.shape[1]
 
-    def session(proto):
-        return ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
-
-    conv = session(onnxmltools.convert_lightgbm(clf, initial_types=[("X", FloatTensorType([None, F]))],
-                                                zipmap=False, target_opset=15))
-    exact_proto, t_compile = timed(lambda: compile_onnx(model))
-    exact, fast = session(exact_proto), session(compile_onnx(model, mode="fast"))
-    inf = np.full(len(X), np.inf)
-    rows = {
-        "onnxmltools + onnxruntime": _throughput_and_latency(lambda x: conv.run(None, {"X": x}), X),
-        "skinflint fast": _throughput_and_latency(lambda x: fast.run(None, {"X": x}), X),
-        "skinflint exact (+cost)": _throughput_and_latency(
-            lambda x: exact.run(None, {"X": x, "budget": inf[:len(x)]}), X),
-        "LightGBM predict": _throughput_and_latency(lambda x: clf.booster_.predict(x, raw_score=True), X),
+    protos = {
+        "onnxmltools + onnxruntime": onnxmltools.convert_lightgbm(
+            clf, initial_types=[("X", FloatTensorType([None, F]))], zipmap=False, target_opset=15),
+        "skinflint fast": compile_onnx(model, mode="fast"),
     }
+    protos["skinflint exact (+cost)"], t_compile = timed(lambda: compile_onnx(model))
+    inf = np.full(len(X), np.inf)
+    rows = {}
+    # one session alive at a time, as deployed: an idle session's threads
+    # spin for a while and would steal the 2 cores from the one measured.
+    # Rounds interleave the models; each keeps its best round.
+    for _ in range(3):
+        for name, proto in protos.items():
+            sess = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
+            feeds = (lambda x: {"X": x, "budget": inf[:len(x)]}) if "exact" in name else (lambda x: {"X": x})
+            got = _throughput_and_latency(lambda x: sess.run(None, feeds(x)), X)
+            del sess
+            rows[name] = got if name not in rows else (max(rows[name][0], got[0]), min(rows[name][1], got[1]))
+        got = _throughput_and_latency(lambda x: clf.booster_.predict(x, raw_score=True), X)
+        name = "LightGBM predict"
+        rows[name] = got if name not in rows else (max(rows[name][0], got[0]), min(rows[name][1], got[1]))
+    exact_proto = protos["skinflint exact (+cost)"]
     base = rows["onnxmltools + onnxruntime"][0]
     print(f"  ONNX (exact graph: {len(exact_proto.graph.node)} ops, compiled in {t_compile:.2f} s):")
     for name, (tp, lat) in rows.items():

@@ -36,6 +36,7 @@ last bits (docs/numerics.md).
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 
 import numpy as np
 import onnx
@@ -45,14 +46,15 @@ from ..ir.lowering import (KIND_ANYTIME, KIND_CASCADE, KIND_CTREE, KIND_KERNEL, 
                            KIND_TREES, Tables, lower)
 from ..ir.nodes import (EXIT_ABS_GE, EXIT_GE, EXIT_LE, INPUT_FEATURE, INPUT_NODE, INPUT_TREE,
                         KERNEL_LINEAR, KERNEL_RBF)
-from .onnx_graph import (Graph, canonical_nan, expand_rows, expf, filled,
-                         first_argmax, logistic, rows_like, softmax)
-from .onnx_schedule import TreePaths, UnitLayout, guaranteed_depths, schedule, tree_paths
-from .onnx_trees import (AGG_MIN, AGG_SUM, MAX_EXACT, ML_OPSET, Forest, ir_forest,
+from .onnx_graph import (Graph, bit_layout, canonical_nan, expand_rows, expf, filled,
+                         first_argmax, first_set_bits, logistic, rows_like, softmax)
+from .onnx_schedule import TreePaths, UnitLayout, schedule, tree_paths
+from .onnx_trees import (MAX_EXACT, ML_OPSET, Forest, ir_forest,
                          supported_tree_op, tree_ensemble)
 
 DEFAULT_OPSET = 18      # ScatterElements(reduction="min") needs 18
 F32, F64, I64, BOOL = TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.INT64, TensorProto.BOOL
+I32 = TensorProto.INT32
 
 
 def compile_onnx(model, *, opset=None, mode="exact", budget=True, features_used=True,
@@ -104,6 +106,18 @@ def _metadata(model, mode, tree_op):
                                           "transform": model.task.transform})}
 
 
+@dataclass
+class LeafLayout:
+    """Tree leaves numbered tree by tree, and their values as one table."""
+    leaves: np.ndarray      # [L] global leaf nodes, tree by tree
+    start: np.ndarray       # [L] where each leaf's values start in ``vals``
+    local: np.ndarray       # [M] per node: its leaf number within its tree
+    n_leaves: np.ndarray    # [T]
+    base: np.ndarray        # [T] where tree t's values start
+    width: np.ndarray       # [T] the output width of tree t's bank
+    vals: np.ndarray        # float32, leaf after leaf: base[t] + number * width[t]
+
+
 class _Exact:
     """Builds the exact graph for one model (state: the lowered tables, the
     tree paths, and the node values already emitted)."""
@@ -120,31 +134,32 @@ class _Exact:
             raise ValueError("the model has too many evaluation steps for the exact ONNX graph")
         # "never touched" is a slot after every slot: comparisons stay plain
         self.never = np.int64(self.sched.n_slots)
-        self._values, self._leaf = {}, None
+        self._values, self._leaf, self._layout = {}, None, None
 
     # -- trees ------------------------------------------------------------
-    def _leaf_layout(self):
-        """Leaves numbered tree by tree: per node, its leaf number within its
-        tree; per tree, its leaf count, output width and where its values
-        start in ``vals``, a table laid out tree by tree, leaf by leaf (a
-        leaf's values start at base[t] + number * width[t])."""
-        t, p = self.t, self.paths
-        T = self.layout.n_trees
-        reached = np.zeros(t.tn_feature.size, bool)
-        reached[np.concatenate(p.levels)] = True
-        leaves = np.flatnonzero((t.tn_feature < 0) & reached)
-        leaves = leaves[np.lexsort((leaves, p.tree_of[leaves]))]
-        n_leaves = np.bincount(p.tree_of[leaves], minlength=T)
-        first = np.r_[0, np.cumsum(n_leaves)[:-1]]
-        local = np.zeros(t.tn_feature.size, np.int64)
-        local[leaves] = np.arange(leaves.size) - first[p.tree_of[leaves]]
-        width = self._tree_widths()
-        w = width[p.tree_of[leaves]]
-        # each leaf's w values, leaf after leaf: tn_value[leaf] + 0 .. w - 1
-        within = np.arange(w.sum()) - np.repeat(np.cumsum(w) - w, w)
-        vals = t.leaf_value[np.repeat(t.tn_value[leaves], w) + within].astype(np.float32)
-        base = np.r_[0, np.cumsum(n_leaves * width)[:-1]]
-        return local, n_leaves, base, width, vals
+    def _leaf_layout(self) -> LeafLayout:
+        """Leaves numbered tree by tree, and the table of their values laid
+        out tree by tree, leaf by leaf (computed once)."""
+        if self._layout is None:
+            t, p = self.t, self.paths
+            T = self.layout.n_trees
+            reached = np.zeros(t.tn_feature.size, bool)
+            reached[np.concatenate(p.levels)] = True
+            leaves = np.flatnonzero((t.tn_feature < 0) & reached)
+            leaves = leaves[np.lexsort((leaves, p.tree_of[leaves]))]
+            n_leaves = np.bincount(p.tree_of[leaves], minlength=T)
+            first = np.r_[0, np.cumsum(n_leaves)[:-1]]
+            local = np.zeros(t.tn_feature.size, np.int64)
+            local[leaves] = np.arange(leaves.size) - first[p.tree_of[leaves]]
+            width = self._tree_widths()
+            w = width[p.tree_of[leaves]]
+            # each leaf's w values, leaf after leaf: tn_value[leaf] + 0 .. w - 1
+            within = np.arange(w.sum()) - np.repeat(np.cumsum(w) - w, w)
+            vals = t.leaf_value[np.repeat(t.tn_value[leaves], w) + within].astype(np.float32)
+            base = np.r_[0, np.cumsum(n_leaves * width)[:-1]]
+            start = base[p.tree_of[leaves]] + local[leaves] * w
+            self._layout = LeafLayout(leaves, start, local, n_leaves, base, width, vals)
+        return self._layout
 
     def _tree_widths(self):
         """[T]: the output width of the bank each tree belongs to."""
@@ -156,99 +171,96 @@ class _Exact:
         return width
 
     def leaf(self):
-        """([N, T] int64, values table): per tree, where the values of the
+        """([N, T] int32, values table): per tree, where the values of the
         leaf it reaches start in the table.
 
         One SUM-aggregated ensemble of the trees, P trees to a target: the
         j-th tree on a target votes (its leaf number) * 2^(b j), with 2^b
         above every tree's leaf count and b P <= 24, so every partial sum is
         an integer float32 holds exactly, whatever order onnxruntime adds
-        in.  Fewer targets cost less (measured, 100 trees: 44.7 ms with one
-        target, 72 ms with one per tree, 57 ms with one per three).  The
-        digits come back with exact float ops: Floor(y / 2^(b j)) is y's
-        digits from j on, and digit j is that minus 2^b times the next."""
+        in.  Fewer targets cost less (measured, 1000 trees, 20,000 rows:
+        536 ms with one target per 4 trees, 640 ms with one per tree).  The
+        digits come back as exact integer shifts and masks, in int32 (int64
+        ops run ~4x slower in onnxruntime)."""
         if self._leaf is None:
             g, t, p = self.g, self.t, self.paths
             T = self.layout.n_trees
-            local, n_leaves, base, width, vals = self._leaf_layout()
-            b = max(1, int(np.ceil(np.log2(max(2, n_leaves.max())))))
+            lay = self._leaf_layout()
+            local = lay.local
+            b = max(1, int(np.ceil(np.log2(max(2, lay.n_leaves.max())))))
             P = max(1, 24 // b)
             n_targets = -(-T // P)
             # tree i is digit i // targets of target i % targets: the digits
-            # then come out [N, P, targets], in tree order once flattened
+            # then come out target by target within a digit, in tree order
             tree_of = p.tree_of
-            forest = ir_forest(t, p, np.arange(T), vote=lambda nodes, was_leaf: (
+            forest = ir_forest(t, p, np.arange(T), vote=lambda nodes: (
                 tree_of[nodes] % n_targets,
                 (local[nodes] * 2.0 ** (b * (tree_of[nodes] // n_targets))).astype(np.float32)))
-            y = tree_ensemble(g, self.X, forest, n_targets, self.op, AGG_SUM)
+            y = g.cast(tree_ensemble(g, self.X, forest, n_targets, self.op), TensorProto.UINT32)
             if P > 1:
-                scale = g.const((2.0 ** (-b * np.arange(P + 1)))[None, :, None].astype(np.float32))
-                high = g.op("Floor", g.op("Mul", g.unsqueeze(y, [1]), scale))     # [N, P+1, targets]
-                y = g.op("Sub", g.slice(high, 0, P, 1),
-                         g.op("Mul", g.slice(high, 1, P + 1, 1), g.const(np.float32(2.0 ** b))))
-                y = g.op("Reshape", y, g.const([0, n_targets * P], np.int64))
-                if n_targets * P > T:
+                mask = g.const(np.uint32((1 << b) - 1))
+                y = g.concat([g.op("BitwiseAnd", g.op("BitShift", y, g.const(np.uint32(b * j)),
+                                                      direction="RIGHT") if j else y, mask)
+                              for j in range(min(P, -(-T // n_targets)))], 1)
+                if n_targets * min(P, -(-T // n_targets)) > T:
                     y = g.slice(y, 0, T, 1)
-            q = g.cast(y, I64)
-            if np.any(width != 1):
-                q = g.op("Mul", q, g.const(width[None]))
-            self._leaf = g.op("Add", q, g.const(base[None])), vals
+            q = g.cast(y, I32)
+            if np.any(lay.width != 1):
+                q = g.op("Mul", q, g.const(lay.width[None].astype(np.int32)))
+            self._leaf = g.op("Add", q, g.const(lay.base[None].astype(np.int32))), lay.vals
         return self._leaf
 
     def first_touches(self):
         """[N, R, F] int64, or None: per region, the first slot at which a
-        tree path touches each feature below its root, ``never`` if no path
-        does -- for the features whose static bound does not settle it.
+        tree path touches each feature, ``never`` if no path does.
 
-        One MIN-aggregated ensemble.  A leaf votes one target, so a tree is
-        repeated: copy c keeps, on each path, the splits above its c-th
-        *useful* split and makes that split a leaf voting slot - never (< 0,
-        so MIN keeps the earliest and "no vote", 0, reads as never).  A
-        split is useful unless an ancestor has its feature, or the static
-        bound of ``_static_features`` is no later than its slot.  The bounds
-        themselves are votes too: a row's first touch is the earlier of its
-        path votes and the bound (it always reaches the bound's touch)."""
-        t, p, sc = self.t, self.paths, self.sched
+        No per-path work in a second tree operator: the leaf numbers of
+        ``leaf`` say which path each tree took.  A table gives each leaf the
+        set of features on its path as a bit set (int32 words of up to 31
+        features), so a region's trees give [N, trees] bit sets per word.
+        ``first_set_bits`` finds, per feature, the first tree whose set has
+        it (a segment tree of BitwiseOr, then a descent: log2(trees) steps);
+        the depth of the feature on that tree's path comes from a second
+        table, and the slot is that tree's slot + 1 + depth."""
+        t, p, sc, g = self.t, self.paths, self.sched, self.g
         F, R, T = self.F, sc.n_regions, self.layout.n_trees
         if T == 0:
             return None
-        sure_all = self._static_features()
-        inner = t.tn_feature >= 0
-        feat = np.maximum(t.tn_feature, 0)
-        repeat = p.repeats(t.tn_feature)
-        forests = []
+        start, vals = self.leaf()
+        lay = self._leaf_layout()
+        on_path = p.path_features(t.tn_feature, lay.leaves)            # [leaves, D]
+        by_start = np.full((len(vals), on_path.shape[1]), -1, np.int32)
+        by_start[lay.start] = on_path
+        W, B = bit_layout(F)
+        sets = np.zeros((len(vals), W), np.int32)
+        for d in range(by_start.shape[1]):
+            f = by_start[:, d]
+            on = np.flatnonzero(f >= 0)
+            np.bitwise_or.at(sets, (on, f[on] // B), np.int32(1) << (f[on] % B))
+        # tiled to [1, F, D]: onnxruntime broadcasts along the outer axis only quickly
+        feature_ids = g.const(np.repeat(np.arange(F, dtype=np.int32)[None, :, None], by_start.shape[1], 2))
+        regions = []
         for r in range(R):
-            occ = sc.occ_region == r
-            slot_of = np.full(T, -1, np.int64)
-            slot_of[sc.occ_tree[occ]] = sc.occ_slot[occ]
-            fslot = slot_of[p.tree_of] + 1 + p.depth
-            useful = inner & ~repeat & (slot_of[p.tree_of] >= 0) & (fslot < sure_all[r][feat])
-            rank = p.count_above(useful)
-            for c in range(int(rank[useful].max(initial=-1)) + 1):
-                votes = useful & (rank == c)
-
-                def vote(nodes, was_leaf, r=r, votes=votes):
-                    # a leaf with nothing to say votes 0 ("never") on target 0:
-                    # it cannot beat a real vote, and alone it reads as never
-                    v = votes[nodes]
-                    return (np.where(v, r * F + feat[nodes], 0),
-                            np.where(v, fslot[nodes] - self.never, 0).astype(np.float32))
-                forests.append(ir_forest(t, p, np.unique(p.tree_of[votes]),
-                                         internal=p.ancestors_where(votes), vote=vote))
-        if not forests:
-            return None
-        # the static bounds: one always-voting leaf each when that is cheaper
-        # than a Min over [N, R, F] (measured: a one-split tree ~1/5 of it)
-        bound_r, bound_f = np.nonzero(sure_all < self.never)
-        static_votes = bound_r.size <= F
-        if static_votes:
-            forests += [Forest.single_leaf(np.float32(sure_all[r_, f_] - self.never), target=r_ * F + f_)
-                        for r_, f_ in zip(bound_r, bound_f)]
-        g = self.g
-        y = tree_ensemble(g, self.X, Forest.concat(forests), R * F, self.op, AGG_MIN)
-        y = g.op("Add", g.cast(y, I64), g.const(self.never))
-        y = g.op("Reshape", y, g.const([0, R, F], np.int64))
-        return y if static_votes else g.op("Min", y, g.const(sure_all[None]))
+            occ = np.flatnonzero(sc.occ_region == r)
+            if not occ.size:
+                regions.append(rows_like(g, self.X, self.never, np.int64, (1, F)))
+                continue
+            trees, slots = sc.occ_tree[occ], sc.occ_slot[occ]
+            cols = start if np.array_equal(trees, np.arange(T)) else g.gather(start, trees, 1)
+            first = g.concat([first_set_bits(g, self.X, g.op("Gather", g.const(sets[:, w]), cols),
+                                             trees.size, min(B, F - w * B)) for w in range(W)], 1)
+            leaf_at = g.op("GatherElements", cols, g.op("Min", first, g.const(np.int32(trees.size - 1))),
+                           axis=1)
+            path = g.op("Gather", g.const(by_start), leaf_at)              # [N, F, D]
+            depth = g.op("ArgMax", g.cast(g.op("Equal", path, feature_ids), TensorProto.UINT8),
+                         axis=2, keepdims=0)
+            # "none" looks up 'never'; its depth lookup adds 0, since the
+            # feature is on no path of the region, so on none of leaf_at's
+            slot = g.op("Add", g.op("Gather", g.const(np.r_[slots + 1, self.never]), first), depth)
+            regions.append(g.unsqueeze(slot, [1]))
+        y = g.concat(regions, 1)
+        static = self._static_features()
+        return g.op("Min", y, g.const(static[None])) if np.any(static < self.never) else y
 
     def leaf_values(self, trees, outputs):
         """Leaf values of global ``trees`` at ``outputs``, by lookup: outputs
@@ -260,7 +272,7 @@ class _Exact:
         if np.ndim(outputs) == 3:
             start = g.unsqueeze(start, [2])
         if np.size(outputs) > 1 or np.any(outputs):
-            start = g.op("Add", start, g.const(outputs, np.int64))
+            start = g.op("Add", start, g.const(outputs, np.int32))
         return g.op("Gather", g.const(vals), start)
 
     # -- node values ------------------------------------------------------
@@ -406,18 +418,9 @@ class _Exact:
         return out
 
     def _static_features(self):
-        """[R, F]: per region, a slot by which every row active there has
-        touched each feature: static events, and every tree run whose every
-        path splits on the feature (at its root: exactly then).  Where no
-        earlier touch exists the row touches it exactly there, so the bound
-        can stand in for the first touch (see ``feature_slots``)."""
-        sc, t = self.sched, self.t
-        static = self._static(np.arange(self.F))
-        if sc.occ_tree.size:
-            guaranteed = guaranteed_depths(t, self.paths, self.F)[sc.occ_tree]   # [occ, F]
-            occ, f = np.nonzero(guaranteed >= 0)
-            np.minimum.at(static, (sc.occ_region[occ], f), sc.occ_slot[occ] + 1 + guaranteed[occ, f])
-        return static
+        """[R, F]: per region, the first static event (a linear input, a
+        kernel) of each feature."""
+        return self._static(np.arange(self.F))
 
     def _first_active(self, per_region, mask, per_row):
         """Slots per region, [N, R, U] (or a constant [1, R, U] when not
@@ -540,9 +543,9 @@ def _fast_scores(tab: Tables, g: Graph, tree_op):
     K = int(tab.node_width[n])
     trees = np.arange(tab.node_first[n], tab.node_first[n] + tab.node_count[n])
     paths = tree_paths(tab, tab.tree_root.shape[0])
-    forest = Forest.concat([ir_forest(tab, paths, trees, vote=lambda nodes, was_leaf, k=k: (
+    forest = Forest.concat([ir_forest(tab, paths, trees, vote=lambda nodes, k=k: (
         np.full(nodes.size, k), tab.leaf_value[tab.tn_value[nodes] + k])) for k in range(K)])
-    total = tree_ensemble(g, "X", forest, K, tree_op, AGG_SUM)
+    total = tree_ensemble(g, "X", forest, K, tree_op)
     return g.op("Add", total, g.const(tab.bias[tab.node_bias[n]: tab.node_bias[n] + K][None]))
 
 

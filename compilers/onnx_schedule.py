@@ -42,33 +42,16 @@ class TreePaths:
     tree_depth: np.ndarray   # [T]
     levels: list             # levels[d]: the nodes at depth d
 
-    def ancestors_where(self, mask):
-        """[M] bool: nodes with a strict descendant in ``mask``."""
-        out = np.zeros(mask.shape[0], bool)
-        up = self.parent[mask]
+    def path_features(self, feature, nodes):
+        """[len(nodes), D] int32: the split features on the way to each node,
+        root first, -1 past its depth (D: the largest depth, at least 1)."""
+        out = np.full((nodes.size, max(1, int(self.depth[nodes].max(initial=0)))), -1, np.int32)
+        row, up = np.arange(nodes.size), self.parent[nodes]
         while up.size:
-            up = up[up >= 0]
-            up = up[~out[up]]         # stop where an earlier climb passed
-            out[up] = True
+            keep = up >= 0
+            row, up = row[keep], up[keep]
+            out[row, self.depth[up]] = feature[up]
             up = self.parent[up]
-        return out
-
-    def repeats(self, feature):
-        """[M] bool: nodes whose feature a strict ancestor already has."""
-        out = np.zeros(feature.shape[0], bool)
-        for d, nodes in enumerate(self.levels):
-            up = nodes
-            for _ in range(d):
-                up = self.parent[up]
-                out[nodes] |= feature[up] == feature[nodes]
-        return out
-
-    def count_above(self, mask):
-        """[M] int: how many strict ancestors of each node are in ``mask``."""
-        out = np.zeros(mask.shape[0], np.int64)
-        for nodes in self.levels[1:]:
-            par = self.parent[nodes]
-            out[nodes] = out[par] + mask[par]
         return out
 
 
@@ -97,35 +80,6 @@ def tree_paths(tab: Tables, n_trees: int) -> TreePaths:
     tree_depth = np.zeros(T, np.int64)
     np.maximum.at(tree_depth, tree_of, depth)
     return TreePaths(depth, tree_of, parent, tree_depth, levels)
-
-
-def guaranteed_depths(tab: Tables, paths: TreePaths, n_features: int, chunk=1 << 22):
-    """[T, F]: the depth by which *every* path of tree t has split on
-    feature f (0 for its root's feature), or -1 when some path never does.  Bottom up: a node guarantees its own feature at 0, and a
-    feature both children guarantee at 1 + the later of the two."""
-    T = paths.tree_depth.shape[0]
-    never = np.iinfo(np.int32).max // 2
-    out = np.full((T, n_features), -1, np.int64)
-    if T == 0:
-        return out
-    per = max(1, chunk // (n_features * int(np.bincount(paths.tree_of).max())))
-    for t0 in range(0, T, per):       # trees in chunks: [nodes, F] stays small
-        nodes = np.flatnonzero((paths.tree_of >= t0) & (paths.tree_of < t0 + per))
-        local = np.full(paths.depth.shape[0], -1, np.int64)
-        local[nodes] = np.arange(nodes.size)
-        g = np.full((nodes.size, n_features), never, np.int32)
-        for level in reversed(paths.levels):
-            n = level[(level >= 0) & (local[level] >= 0)]
-            n = n[tab.tn_feature[n] >= 0]
-            if not n.size:
-                continue
-            both = np.maximum(g[local[tab.tn_left[n]]], g[local[tab.tn_right[n]]])
-            g[local[n]] = np.minimum(both + 1, never)
-            g[local[n], tab.tn_feature[n]] = 0
-        roots = tab.tree_root[t0:t0 + per]
-        at_root = g[local[roots]]
-        out[t0:t0 + roots.size] = np.where(at_root < never, at_root, -1)
-    return out
 
 
 @dataclass

@@ -7,13 +7,8 @@ Two emitters of the same ``Forest``:
 * ``TreeEnsembleRegressor`` (ai.onnx.ml opset 3), the fallback.
 
 Every leaf casts one (target, weight) vote.  The exact graph (see
-compilers/onnx.py) uses two ensembles:
-
-* the IR trees in full, SUM-aggregated, voting packed leaf numbers;
-* copies of the trees cut below their useful splits, MIN-aggregated: a cut
-  split becomes a leaf voting "feature f was touched at slot s" on f's
-  target, so MIN gives each feature's first touch inside the operator's own
-  loop instead of as [rows, trees x depth] tensors.
+compilers/onnx.py) uses one SUM-aggregated ensemble of the IR trees voting
+packed leaf numbers; fast mode, one voting leaf values.
 """
 from __future__ import annotations
 
@@ -29,7 +24,6 @@ from .onnx_schedule import TreePaths
 
 ML_OPSET = {"TreeEnsemble": 5, "TreeEnsembleRegressor": 3}
 MAX_EXACT = 1 << 24     # votes travel as float32: integers below 2^24 are exact
-AGG_SUM, AGG_MIN = 1, 2
 
 
 @functools.lru_cache(maxsize=None)
@@ -37,7 +31,7 @@ def supported_tree_op() -> str:
     """The newest tree operator the installed onnxruntime can run."""
     import onnxruntime as ort
     g = Graph()
-    out = _emit_v5(g, "X", Forest.single_leaf(1.0), 1, AGG_SUM)
+    out = _emit_v5(g, "X", Forest.single_leaf(1.0), 1)
     graph = helper.make_graph(g.nodes, "probe",
                               [helper.make_tensor_value_info("X", TensorProto.FLOAT, ["N", 1])],
                               [helper.make_tensor_value_info(out, TensorProto.FLOAT, ["N", 1])])
@@ -86,44 +80,34 @@ class Forest:
         return Forest(*(np.concatenate(cols) for cols in zip(*parts)))
 
 
-def ir_forest(tab: Tables, paths: TreePaths, trees, internal=None, vote=None) -> Forest:
-    """Global ``trees`` as a forest.  ``internal`` (bool per global node;
-    default: every split) says which splits stay splits: their children are
-    kept, every other kept node becomes a leaf and the subtree below it is
-    dropped.  ``vote(nodes, was_leaf)`` gives (target, weight) for the
-    forest's leaves."""
+def ir_forest(tab: Tables, paths: TreePaths, trees, vote) -> Forest:
+    """Global ``trees`` as a forest; ``vote(leaves)`` gives each leaf's
+    (target, weight)."""
     trees = np.asarray(trees, np.int64)
-    if internal is None:
-        internal = tab.tn_feature >= 0
-    is_root = paths.parent < 0
-    keep = np.isin(paths.tree_of, trees) & (is_root | internal[np.maximum(paths.parent, 0)])
-    nodes = np.flatnonzero(keep)
+    nodes = np.flatnonzero(np.isin(paths.tree_of, trees))
     rank = np.searchsorted(trees, paths.tree_of[nodes])
     order = np.lexsort((nodes, paths.depth[nodes], rank))
     nodes, rank = nodes[order], rank[order]
     local = np.full(tab.tn_feature.shape[0], -1, np.int64)
     local[nodes] = np.arange(nodes.size)
-    was_leaf = tab.tn_feature[nodes] < 0
-    leaf = ~internal[nodes] | was_leaf
+    leaf = tab.tn_feature[nodes] < 0
     left = np.where(leaf, -1, local[np.maximum(tab.tn_left[nodes], 0)])
     right = np.where(leaf, -1, local[np.maximum(tab.tn_right[nodes], 0)])
     target = np.full(nodes.size, -1, np.int64)
     weight = np.zeros(nodes.size, np.float32)
-    t, w = vote(nodes[leaf], was_leaf[leaf])
-    target[leaf], weight[leaf] = t, w
-    return Forest(rank, np.where(leaf, -1, tab.tn_feature[nodes]).astype(np.int64),
-                  tab.tn_threshold[nodes], tab.tn_missing_left[nodes].astype(np.int64),
-                  left, right, target, weight)
+    target[leaf], weight[leaf] = vote(nodes[leaf])
+    return Forest(rank, tab.tn_feature[nodes].astype(np.int64), tab.tn_threshold[nodes],
+                  tab.tn_missing_left[nodes].astype(np.int64), left, right, target, weight)
 
 
-def tree_ensemble(g: Graph, X, forest: Forest, n_targets: int, op: str, aggregate: int):
-    """Emit the forest; returns the output name ([N, n_targets] float32)."""
+def tree_ensemble(g: Graph, X, forest: Forest, n_targets: int, op: str):
+    """Emit the forest, SUM-aggregated; returns the output name ([N, n_targets] float32)."""
     if op == "TreeEnsemble":
-        return _emit_v5(g, X, forest, n_targets, aggregate)
-    return _emit_v3(g, X, forest, n_targets, aggregate)
+        return _emit_v5(g, X, forest, n_targets)
+    return _emit_v3(g, X, forest, n_targets)
 
 
-def _emit_v5(g, X, f: Forest, n_targets, aggregate):
+def _emit_v5(g, X, f: Forest, n_targets):
     # opset 5 has no single-leaf trees: such a tree gets a split on feature 0
     # whose both branches reach its leaf
     is_leaf = f.feature < 0
@@ -157,10 +141,10 @@ def _emit_v5(g, X, f: Forest, n_targets, aggregate):
                 leaf_targetids=f.target[leaves].tolist(),
                 leaf_weights=numpy_helper.from_array(f.weight[leaves].astype(np.float32)),
                 tree_roots=imap[roots].tolist(), n_targets=int(n_targets),
-                aggregate_function=int(aggregate), post_transform=0)
+                aggregate_function=1, post_transform=0)
 
 
-def _emit_v3(g, X, f: Forest, n_targets, aggregate):
+def _emit_v3(g, X, f: Forest, n_targets):
     roots = np.r_[0, np.flatnonzero(np.diff(f.tree)) + 1]
     local = np.arange(f.tree.size) - roots[f.tree]      # root is node 0 of its tree
     leaf = f.feature < 0
@@ -176,5 +160,5 @@ def _emit_v3(g, X, f: Forest, n_targets, aggregate):
                 target_treeids=f.tree[leaves].tolist(), target_nodeids=local[leaves].tolist(),
                 target_ids=f.target[leaves].tolist(),
                 target_weights=f.weight[leaves].astype(np.float32).tolist(),
-                n_targets=int(n_targets), aggregate_function={AGG_SUM: "SUM", AGG_MIN: "MIN"}[aggregate],
+                n_targets=int(n_targets), aggregate_function="SUM",
                 post_transform="NONE")

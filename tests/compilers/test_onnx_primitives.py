@@ -6,19 +6,21 @@ import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper
 
-from skinflint.compilers.onnx_graph import Graph, expf
-from skinflint.compilers.onnx_trees import AGG_MIN, AGG_SUM, Forest, tree_ensemble
+from skinflint.compilers.onnx_graph import Graph, expf, first_set_bits
+from skinflint.compilers.onnx_trees import Forest, tree_ensemble
 from skinflint.runtimes._expf import expf_array
 
-F32, F64, I64 = TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.INT64
+F32, F64, I64, I32 = TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.INT64, TensorProto.INT32
 
 
-def run(build, feeds, elem_in, elem_out, ml=None):
-    """Build a one-output graph with ``build(g, *input_names)`` and run it."""
+def run(build, feeds, elem_in, elem_out, ml=None, elem_of=None):
+    """Build a one-output graph with ``build(g, *input_names)`` and run it
+    (inputs of type ``elem_in`` unless ``elem_of`` names another)."""
     g = Graph()
     names = list(feeds)
     out = build(g, *names)
-    inputs = [helper.make_tensor_value_info(n, elem_in, list(feeds[n].shape)) for n in names]
+    inputs = [helper.make_tensor_value_info(n, (elem_of or {}).get(n, elem_in), list(feeds[n].shape))
+              for n in names]
     g.rename(out, "Y")
     graph = helper.make_graph(g.nodes, "t", inputs, [helper.make_tensor_value_info("Y", elem_out, None)],
                               g.inits)
@@ -65,19 +67,19 @@ def test_scatter_min_takes_the_smallest_update_per_cell():
     assert y.tolist() == [[3, 2, 7, 99], [6, 8, 99, 0]]
 
 
-@pytest.mark.parametrize("op", ["TreeEnsemble", "TreeEnsembleRegressor"])
-def test_min_ensemble_reports_zero_for_targets_without_votes(op):
-    # tree 0: x0 <= 0.5 -> leaf votes (target 0, 7) else leaf votes (target 1, 5);
-    # tree 1: a single leaf voting (target 0, 3).  Target 2 never gets a vote.
-    z = np.zeros
-    forest = Forest(tree=np.array([0, 0, 0, 1]), feature=np.array([0, -1, -1, -1]),
-                    threshold=np.array([0.5, 0, 0, 0], np.float32), missing_left=z(4, np.int64),
-                    left=np.array([1, -1, -1, -1]), right=np.array([2, -1, -1, -1]),
-                    target=np.array([-1, 0, 1, 0]), weight=np.array([0, 7, 5, 3], np.float32))
-    X = np.array([[0.0], [1.0], [np.nan]], np.float32)
-    y = run(lambda g, a: tree_ensemble(g, a, forest, 3, op, AGG_MIN), {"X": X}, F32, F32,
-            ml={"TreeEnsemble": 5, "TreeEnsembleRegressor": 3}[op])
-    assert y.tolist() == [[3, 0, 0], [3, 5, 0], [3, 5, 0]]   # NaN goes right (missing_left 0)
+@pytest.mark.parametrize("n, n_bits", [(1, 31), (2, 5), (5, 31), (8, 17), (300, 31)])
+def test_first_set_bits_finds_each_bits_first_set(n, n_bits):
+    # the exact graph finds each feature's first tree this way (compilers/onnx.py)
+    rng = np.random.default_rng(n)
+    rows = 40
+    has = np.zeros((rows, n, n_bits), bool)
+    for b in range(n_bits):   # sparse and dense bits, some never set in a row
+        has[:, :, b] = rng.random((rows, n)) < rng.choice([0.0, 0.01, 0.2, 0.9])
+    sets = (has.astype(np.int32) << np.arange(n_bits, dtype=np.int32)).sum(2, dtype=np.int32)
+    X = np.zeros((rows, 1), np.float32)
+    out = run(lambda g, s, x: first_set_bits(g, x, s, n, n_bits), {"s": sets, "x": X}, I32, I32,
+              elem_of={"x": F32})
+    assert np.array_equal(out, np.where(has.any(1), has.argmax(1), n))
 
 
 def test_expf_graph_is_the_portable_expf_bit_for_bit():
@@ -121,7 +123,7 @@ def test_sum_ensemble_adds_packed_integer_votes_exactly():
     weight[1::3], weight[2::3] = w[:, 0], w[:, 1]
     forest = Forest(tree, feature, z(3 * T, np.float32), z(3 * T, np.int64), left, right, target, weight)
     for op, ml in (("TreeEnsemble", 5), ("TreeEnsembleRegressor", 3)):
-        y = run(lambda g, a: tree_ensemble(g, a, forest, 8, op, AGG_SUM), {"x": x}, F32, F32, ml=ml)
+        y = run(lambda g, a: tree_ensemble(g, a, forest, 8, op), {"x": x}, F32, F32, ml=ml)
         want = np.zeros((n, 8))
         for t in range(T):
             want[:, t % 8] += np.where(x[:, t] <= 0, w[t, 0], w[t, 1])
