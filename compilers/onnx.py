@@ -47,7 +47,8 @@ from ..ir.lowering import (KIND_ANYTIME, KIND_CASCADE, KIND_CTREE, KIND_KERNEL, 
 from ..ir.nodes import (EXIT_ABS_GE, EXIT_GE, EXIT_LE, INPUT_FEATURE, INPUT_NODE, INPUT_TREE,
                         KERNEL_LINEAR, KERNEL_RBF)
 from .onnx_graph import (Graph, bit_layout, canonical_nan, expand_rows, expf, filled,
-                         first_argmax, first_set_bits, logistic, rows_like, softmax)
+                         first_argmax, first_set_bits, logistic, match_constant_ranks, rows_like,
+                         softmax)
 from .onnx_schedule import TreePaths, UnitLayout, schedule, tree_paths
 from .onnx_trees import (MAX_EXACT, ML_OPSET, Forest, ir_forest,
                          supported_tree_op, tree_ensemble)
@@ -86,6 +87,7 @@ def compile_onnx(model, *, opset=None, mode="exact", budget=True, features_used=
         producer_name="skinflint", producer_version=_version())
     proto.ir_version = 9   # readable by onnxruntime >= 1.16
     helper.set_model_props(proto, _metadata(model, mode, tree_op))
+    match_constant_ranks(proto)
     onnx.checker.check_model(proto, full_check=True)
     return proto
 
@@ -216,8 +218,9 @@ class _Exact:
 
         No per-path work in a second tree operator: the leaf numbers of
         ``leaf`` say which path each tree took.  A table gives each leaf the
-        set of features on its path as a bit set (int32 words of up to 31
-        features), so a region's trees give [N, trees] bit sets per word.
+        set of features on its path as a bit set (``bit_layout``: int32
+        words of up to 31 features), so a region's trees give [W N, trees]
+        bit sets, words stacked as rows.
         ``first_set_bits`` finds, per feature, the first tree whose set has
         it (a segment tree of BitwiseOr, then a descent: log2(trees) steps);
         the depth of the feature on that tree's path comes from a second
@@ -232,11 +235,11 @@ class _Exact:
         by_start = np.full((len(vals), on_path.shape[1]), -1, np.int32)
         by_start[lay.start] = on_path
         W, B = bit_layout(F)
-        sets = np.zeros((len(vals), W), np.int32)
+        sets = np.zeros((W, len(vals)), np.int32)
         for d in range(by_start.shape[1]):
             f = by_start[:, d]
             on = np.flatnonzero(f >= 0)
-            np.bitwise_or.at(sets, (on, f[on] // B), np.int32(1) << (f[on] % B))
+            np.bitwise_or.at(sets, (f[on] // B, on), np.int32(1) << (f[on] % B))
         # tiled to [1, F, D]: onnxruntime broadcasts along the outer axis only quickly
         feature_ids = g.const(np.repeat(np.arange(F, dtype=np.int32)[None, :, None], by_start.shape[1], 2))
         regions = []
@@ -247,8 +250,11 @@ class _Exact:
                 continue
             trees, slots = sc.occ_tree[occ], sc.occ_slot[occ]
             cols = start if np.array_equal(trees, np.arange(T)) else g.gather(start, trees, 1)
-            first = g.concat([first_set_bits(g, self.X, g.op("Gather", g.const(sets[:, w]), cols),
-                                             trees.size, min(B, F - w * B)) for w in range(W)], 1)
+            per_word = g.op("Reshape", g.op("Gather", g.const(sets), cols, axis=1),
+                            g.const([-1, trees.size], np.int64))            # [W N, trees]
+            first = first_set_bits(g, per_word, trees.size, B, W)
+            if W * B > F:
+                first = g.slice(first, 0, F, 1)                              # [N, F]: which tree
             leaf_at = g.op("GatherElements", cols, g.op("Min", first, g.const(np.int32(trees.size - 1))),
                            axis=1)
             path = g.op("Gather", g.const(by_start), leaf_at)              # [N, F, D]

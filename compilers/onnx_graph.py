@@ -9,6 +9,7 @@ sequentially (checked in tests/compilers/test_onnx_primitives.py).
 from __future__ import annotations
 
 import numpy as np
+import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 from ..ir import numerics as NUM
@@ -186,17 +187,22 @@ def bit_layout(n_bits):
     return words, -(-n_bits // words)
 
 
-def first_set_bits(g: Graph, X, sets, n, n_bits):
-    """For ``sets`` [N, n] int32 bit sets: [N, n_bits] int32, per bit j, the
-    index of the first of the n sets that has it, or n if none has.
+def first_set_bits(g: Graph, sets, n, n_bits, words=1):
+    """For ``sets`` [words * N, n] int32 bit sets (word w of row r in row
+    w N + r): [N, words * n_bits] int32, per bit b of word w (column
+    w n_bits + b), the index of the first of the n sets that has it, or n
+    if none has.
 
     A segment tree: level k+1 ORs pairs of level k, so log2(n) ops over
-    [N, n / 2^k], then a descent from the root that goes left whenever the
-    left child has the bit: log2(n) steps over [N, n_bits], instead of a
-    scan of [N, n] per bit.  (2-D tensors throughout: onnxruntime runs 3-D
-    GatherElements and Transpose several times slower.)"""
-    # expanded to [N, n_bits] once: equal shapes take onnxruntime's fast path
-    bit = expand_rows(g, X, g.const((np.int32(1) << np.arange(n_bits, dtype=np.int32))[None]))
+    [words N, n / 2^k], then a descent from the root that goes left
+    whenever the left child has the bit: log2(n) steps over [words N,
+    n_bits], instead of a scan of [N, n] per bit.  (2-D tensors, words
+    stacked as rows: onnxruntime runs 3-D GatherElements and Transpose
+    several times slower, and fewer, larger ops beat more, smaller ones.)"""
+    # expanded to the sets' rows once: equal shapes take onnxruntime's fast path
+    rows = g.slice(g.op("Shape", sets), 0, 1, 0)
+    bit = g.op("Expand", g.const((np.int32(1) << np.arange(n_bits, dtype=np.int32))[None]),
+               g.concat([rows, g.const([n_bits], np.int64)], 0))
 
     def has(s):   # 1 where s has the bit, else 0
         return g.op("Min", g.op("BitwiseAnd", s, bit), g.const(np.int32(1)))
@@ -216,14 +222,62 @@ def first_set_bits(g: Graph, X, sets, n, n_bits):
     # and it ends on set n - 1, which "not found" then moves to n.
     found = has(lv[-1])
     if n == 1:
-        return g.op("Sub", g.const(np.int32(1)), found)
-    k = len(lv) - 2
-    idx = g.op("Sub", g.const(np.int32(1)), has(g.slice(lv[k], 0, 1, 1)))
-    while k > 0:
-        k -= 1
-        left = g.op("Add", idx, idx)
-        idx = g.op("Sub", g.op("Add", left, g.const(np.int32(1))),
-                   has(g.op("GatherElements", lv[k], left, axis=1)))
-        if sizes[k] % 2:
-            idx = g.op("Min", idx, g.const(np.int32(sizes[k] - 1)))
-    return g.op("Sub", g.op("Add", idx, g.const(np.int32(1))), found)
+        idx = g.op("Sub", g.const(np.int32(1)), found)
+    else:
+        k = len(lv) - 2
+        idx = g.op("Sub", g.const(np.int32(1)), has(g.slice(lv[k], 0, 1, 1)))
+        while k > 0:
+            k -= 1
+            left = g.op("Add", idx, idx)
+            idx = g.op("Sub", g.op("Add", left, g.const(np.int32(1))),
+                       has(g.op("GatherElements", lv[k], left, axis=1)))
+            if sizes[k] % 2:
+                idx = g.op("Min", idx, g.const(np.int32(sizes[k] - 1)))
+        idx = g.op("Sub", g.op("Add", idx, g.const(np.int32(1))), found)
+    if words == 1:
+        return idx
+    return g.concat(g.op("Split", idx, axis=0, num_outputs=words, n_out=words), 1)
+
+
+# elementwise ops whose inputs broadcast numpy-style
+_BROADCASTING = {"Add", "Sub", "Mul", "Div", "Pow", "Mod", "Min", "Max", "Equal", "Less",
+                 "LessOrEqual", "Greater", "GreaterOrEqual", "And", "Or", "Xor", "BitwiseAnd",
+                 "BitwiseOr", "BitwiseXor", "BitShift", "Where"}
+
+
+def match_constant_ranks(proto):
+    """Give every constant operand of a broadcasting op the rank of the op's
+    widest input, by leading 1s (the same result by numpy broadcasting).
+    onnxruntime's broadcasting is very slow for a lower-rank operand when
+    the last axis is 1: measured, [20000, 1] + scalar 0.45 ms, + [1, 1]
+    0.003 ms; [20000, 50, 1] + scalar 11.7 ms, + [1, 1, 1] 0.08 ms."""
+    g = proto.graph
+    inferred = onnx.shape_inference.infer_shapes(proto).graph
+    rank = {v.name: len(v.type.tensor_type.shape.dim)
+            for v in list(inferred.value_info) + list(inferred.input) + list(inferred.output)
+            if v.type.tensor_type.HasField("shape")}
+    inits = {t.name: t for t in g.initializer}
+    for t in g.initializer:
+        rank[t.name] = len(t.dims)
+    made = {}
+    for node in g.node:
+        if node.op_type not in _BROADCASTING or any(i not in rank for i in node.input):
+            continue
+        r = max(rank[i] for i in node.input)
+        for k, name in enumerate(node.input):
+            if name in inits and rank[name] < r:
+                key = (name, r)
+                if key not in made:
+                    t = onnx.TensorProto()
+                    t.CopyFrom(inits[name])
+                    t.name = made[key] = f"{name}_r{r}"
+                    t.ClearField("dims")
+                    t.dims.extend([1] * (r - len(inits[name].dims)) + list(inits[name].dims))
+                    g.initializer.append(t)
+                    rank[t.name] = r
+                node.input[k] = made[key]
+    used = {i for node in g.node for i in node.input}
+    keep = [t for t in g.initializer if t.name in used]
+    del g.initializer[:]
+    g.initializer.extend(keep)
+    return proto

@@ -67,19 +67,20 @@ def test_scatter_min_takes_the_smallest_update_per_cell():
     assert y.tolist() == [[3, 2, 7, 99], [6, 8, 99, 0]]
 
 
-@pytest.mark.parametrize("n, n_bits", [(1, 31), (2, 5), (5, 31), (8, 17), (300, 31)])
-def test_first_set_bits_finds_each_bits_first_set(n, n_bits):
+@pytest.mark.parametrize("n, n_bits, words", [(1, 31, 1), (2, 5, 3), (5, 31, 2), (8, 17, 1), (300, 31, 2)])
+def test_first_set_bits_finds_each_bits_first_set(n, n_bits, words):
     # the exact graph finds each feature's first tree this way (compilers/onnx.py)
     rng = np.random.default_rng(n)
     rows = 40
-    has = np.zeros((rows, n, n_bits), bool)
-    for b in range(n_bits):   # sparse and dense bits, some never set in a row
-        has[:, :, b] = rng.random((rows, n)) < rng.choice([0.0, 0.01, 0.2, 0.9])
-    sets = (has.astype(np.int32) << np.arange(n_bits, dtype=np.int32)).sum(2, dtype=np.int32)
-    X = np.zeros((rows, 1), np.float32)
-    out = run(lambda g, s, x: first_set_bits(g, x, s, n, n_bits), {"s": sets, "x": X}, I32, I32,
-              elem_of={"x": F32})
-    assert np.array_equal(out, np.where(has.any(1), has.argmax(1), n))
+    has = np.zeros((words, rows, n, n_bits), bool)
+    for w in range(words):
+        for b in range(n_bits):   # sparse and dense bits, some never set in a row
+            has[w, :, :, b] = rng.random((rows, n)) < rng.choice([0.0, 0.01, 0.2, 0.9])
+    sets = (has.astype(np.int32) << np.arange(n_bits, dtype=np.int32)).sum(3, dtype=np.int32)
+    out = run(lambda g, s: first_set_bits(g, s, n, n_bits, words), {"s": sets.reshape(words * rows, n)},
+              I32, I32)
+    want = np.where(has.any(2), has.argmax(2), n)                    # [words, rows, bits]
+    assert np.array_equal(out, np.concatenate(list(want), 1))
 
 
 def test_expf_graph_is_the_portable_expf_bit_for_bit():
