@@ -12,11 +12,12 @@ only (no custom ops, no per-row Loop or If):
   reference.  exp is the portable expf built from the same basic operations
   (onnx_graph.expf), so it matches too; there is no ulp bound to document.
 * **lazy cost**: the static schedule (onnx_schedule.py) numbers every place
-  a unit can be touched.  Per row, a MIN-aggregated ensemble (tree copies
-  cut below each useful split, voting "feature f touched at slot s") and
-  the static bounds give each unit the slot of its first touch in an active
-  region, TopK sorts the paid units into acquisition order, and CumSum adds
-  their costs in float64 in that order, as the reference does.  The budget
+  a unit can be touched.  Per row, bit sets of the features on each reached
+  leaf's path (a table lookup by leaf), searched for each feature's first
+  tree (a segment tree of BitwiseOr), give each unit the slot of its first
+  touch in an active region, TopK sorts the paid units into acquisition
+  order, and CumSum adds their costs in float64 in that order, as the
+  reference does.  The budget
   halts the row at the first unit whose running sum exceeds it; checkpoints
   completed before that give ``stage`` and the returned scores.
 * **routing** (cascade exits, classifier-tree branches) is a per-row boolean
