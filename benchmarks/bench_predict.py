@@ -62,8 +62,9 @@ int main(int argc, char **argv) {
 """
 
 
-def lightgbm_to_ir(booster, n_features):
-    """LightGBM trees as an IR bank (no NaN handling: the benchmark has none)."""
+def lightgbm_to_ir(booster, n_features, cost=1.0):
+    """LightGBM trees as an IR bank (no NaN handling: the benchmark has none),
+    every feature costing ``cost``."""
     from skinflint import ir
     trees = []
     for info in booster.dump_model()["tree_info"]:
@@ -86,7 +87,7 @@ def lightgbm_to_ir(booster, n_features):
         visit(info["tree_structure"])
         trees.append(dict(feature=feat, threshold=thr, left=left, right=right, value=val, missing_left=ml))
     bank = ir.concat_trees(trees)
-    return ir.model(ir.features_from_costs(np.ones(n_features)), [bank], 0, task=ir.binary_task())
+    return ir.model(ir.features_from_costs(np.full(n_features, cost)), [bank], 0, task=ir.binary_task())
 
 
 def _throughput_and_latency(run, X, reps=3, singles=300):
@@ -99,7 +100,7 @@ def _throughput_and_latency(run, X, reps=3, singles=300):
     return len(X) / t, t1 / singles * 1e6
 
 
-def bench_onnx(clf, model, X):
+def bench_onnx(clf, model, model_decimal, X):
     import onnxmltools
     import onnxruntime as ort
     from onnxmltools.convert.common.data_types import FloatTensorType
@@ -107,28 +108,35 @@ def bench_onnx(clf, model, X):
     from skinflint.compilers.onnx import compile_onnx
     F = X.shape[1]
 
-    protos = {
-        "onnxmltools + onnxruntime": onnxmltools.convert_lightgbm(
-            clf, initial_types=[("X", FloatTensorType([None, F]))], zipmap=False, target_opset=15),
-        "skinflint fast": compile_onnx(model, mode="fast"),
-    }
-    protos["skinflint exact (+cost)"], t_compile = timed(lambda: compile_onnx(model))
+    exact_proto, t_compile = timed(lambda: compile_onnx(model))
     inf = np.full(len(X), np.inf)
+    free = ort.InferenceSession(exact_proto.SerializeToString(), providers=["CPUExecutionProvider"])
+    half = free.run(["cost"], {"X": X, "budget": inf})[0] / 2
+    del free
+    # (name, proto, budget or None): unit costs add exactly in any order, so
+    # only rows over their budget are sorted (half its own cost stops every
+    # row early); costs of 0.1 do not, and every row is sorted
+    runs = [("onnxmltools + onnxruntime", onnxmltools.convert_lightgbm(
+                clf, initial_types=[("X", FloatTensorType([None, F]))], zipmap=False, target_opset=15), None),
+            ("skinflint fast", compile_onnx(model, mode="fast"), None),
+            ("skinflint exact, costs 1", exact_proto, inf),
+            ("  same, budget = cost / 2", exact_proto, half),
+            ("skinflint exact, costs 0.1", compile_onnx(model_decimal), inf)]
     rows = {}
+
+    def keep(name, got):
+        rows[name] = got if name not in rows else (max(rows[name][0], got[0]), min(rows[name][1], got[1]))
     # one session alive at a time, as deployed: an idle session's threads
     # spin for a while and would steal the 2 cores from the one measured.
     # Rounds interleave the models; each keeps its best round.
     for _ in range(3):
-        for name, proto in protos.items():
+        for name, proto, budget in runs:
             sess = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
-            feeds = (lambda x: {"X": x, "budget": inf[:len(x)]}) if "exact" in name else (lambda x: {"X": x})
-            got = _throughput_and_latency(lambda x: sess.run(None, feeds(x)), X)
+            feeds = (lambda x: {"X": x}) if budget is None else \
+                (lambda x, b=budget: {"X": x, "budget": b[:len(x)]})
+            keep(name, _throughput_and_latency(lambda x: sess.run(None, feeds(x)), X))
             del sess
-            rows[name] = got if name not in rows else (max(rows[name][0], got[0]), min(rows[name][1], got[1]))
-        got = _throughput_and_latency(lambda x: clf.booster_.predict(x, raw_score=True), X)
-        name = "LightGBM predict"
-        rows[name] = got if name not in rows else (max(rows[name][0], got[0]), min(rows[name][1], got[1]))
-    exact_proto = protos["skinflint exact (+cost)"]
+        keep("LightGBM predict", _throughput_and_latency(lambda x: clf.booster_.predict(x, raw_score=True), X))
     base = rows["onnxmltools + onnxruntime"][0]
     print(f"  ONNX (exact graph: {len(exact_proto.graph.node)} ops, compiled in {t_compile:.2f} s):")
     for name, (tp, lat) in rows.items():
@@ -154,7 +162,7 @@ def main():
         model = lightgbm_to_ir(clf.booster_, F)
         print(f"\n{T} trees ({model.nodes[0].feature.shape[0]} nodes)")
         if args.only != "c":
-            bench_onnx(clf, model, X)
+            bench_onnx(clf, model, lightgbm_to_ir(clf.booster_, F, cost=0.1), X)
         if args.only != "onnx":
             bench_c(clf.booster_, model, X, T, args.rows)
 

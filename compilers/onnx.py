@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 import onnx
@@ -514,6 +515,31 @@ class _Exact:
         return scores, cost, stage, used
 
     def _pay(self, slots, costs, budget, never):
+        """Per row: the halting slot ('never' if none) and the cost paid
+        before it, as the reference's acquisition order gives them.
+
+        When every partial sum of the costs is exact in float64
+        (``exact_in_any_order``: e.g. integer costs), the order of the
+        additions cannot change the bits, so the whole cost of a row is one
+        reduction, and only the rows whose whole cost exceeds their budget
+        need the sort that finds where they halt."""
+        if not exact_in_any_order(costs):
+            return self._pay_in_order(slots, costs, budget, never)
+        g = self.g
+        touched = g.cast(g.op("Less", slots, g.const(self.never)), F64)
+        total = g.op("ReduceSum", g.op("Mul", touched, g.const(costs[None])), g.const([1], np.int64),
+                     keepdims=0)     # a MatMul with the cost vector took 3x as long
+        if budget is None:
+            return never, total
+        rows = g.op("Reshape", g.op("NonZero", g.op("Greater", total, budget)),
+                    g.const([-1, 1], np.int64))                               # [M, 1]
+
+        def some(x):
+            return g.op("GatherND", x, rows)
+        h, cost = self._pay_in_order(some(slots), costs, some(budget), some(never))
+        return g.op("ScatterND", never, rows, h), g.op("ScatterND", total, rows, cost)
+
+    def _pay_in_order(self, slots, costs, budget, never):
         """Sort a row's paid units by slot, add their costs in that order
         (float64), and halt at the first unit over the budget.  Returns the
         halting slot ('never' if none) and the cost paid before it.
@@ -539,6 +565,18 @@ class _Exact:
         cost = g.where(g.op("Greater", g.squeeze(n_paid, [1]), g.const(np.int64(0))), paid,
                        g.const(np.float64(0)))
         return h, cost
+
+
+def exact_in_any_order(costs) -> bool:
+    """Whether every sum of a subset of ``costs`` (float64, >= 0) is exact
+    in float64, whatever the order of the additions: all are multiples of
+    the smallest power of two among their denominators, and their total is
+    below 2^53 of those units."""
+    parts = [Fraction(float(c)) for c in costs if c != 0]
+    if not parts:
+        return True
+    unit = max(p.denominator for p in parts)      # a power of two: floats are dyadic
+    return sum(parts) * unit < 2 ** 53
 
 
 def _fast_scores(tab: Tables, g: Graph, tree_op):

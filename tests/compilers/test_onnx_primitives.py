@@ -1,11 +1,14 @@
 """The onnxruntime behaviours the exact ONNX graph relies on, each checked
 directly (compilers/onnx.py explains where each one is used)."""
+from fractions import Fraction
+
 import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper
 
+from skinflint.compilers.onnx import exact_in_any_order
 from skinflint.compilers.onnx_graph import Graph, expf, first_set_bits
 from skinflint.compilers.onnx_trees import Forest, tree_ensemble
 from skinflint.runtimes._expf import expf_array
@@ -129,3 +132,20 @@ def test_sum_ensemble_adds_packed_integer_votes_exactly():
         for t in range(T):
             want[:, t % 8] += np.where(x[:, t] <= 0, w[t, 0], w[t, 1])
         assert np.array_equal(y.astype(np.float64), want), op
+
+
+def test_exact_in_any_order_holds_only_where_the_order_cannot_matter():
+    # the exact graph adds such costs with one MatMul instead of in
+    # acquisition order (compilers/onnx.py, _pay)
+    assert exact_in_any_order([1.0, 5.0, 20.0, 0.25, 0.0]) and exact_in_any_order([])
+    assert not exact_in_any_order([0.1, 0.2, 0.3])
+    assert (0.1 + 0.2) + 0.3 != 0.1 + (0.2 + 0.3)              # why: the order shows
+    big = [2.0 ** 53, 1.0, 1.0]
+    assert not exact_in_any_order(big)
+    assert (big[0] + big[1]) + big[2] != big[0] + (big[1] + big[2])
+    rng = np.random.default_rng(0)
+    for _ in range(200):   # when it says yes, every order gives the same bits
+        c = rng.integers(0, 2 ** 20, 12) * 2.0 ** rng.integers(-30, 10)
+        assert exact_in_any_order(c)
+        sums = {np.add.reduce(rng.permutation(c).astype(np.float64)) for _ in range(20)}
+        assert len(sums) == 1 and sums.pop() == sum(map(Fraction, c))
