@@ -56,6 +56,7 @@ from .onnx_trees import (MAX_EXACT, ML_OPSET, Forest, ir_forest,
                          supported_tree_op, tree_ensemble)
 
 DEFAULT_OPSET = 18      # ScatterElements(reduction="min") needs 18
+WORDS_PER_STEP = 4      # bit-set words searched together (4 x 31 features)
 F32, F64, I64, BOOL = TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.INT64, TensorProto.BOOL
 I32 = TensorProto.INT32
 
@@ -238,12 +239,9 @@ class _Exact:
         by_start[lay.start] = on_path
         W, B = bit_layout(F)
         sets = np.zeros((W, len(vals)), np.int32)
-        for d in range(by_start.shape[1]):
-            f = by_start[:, d]
-            on = np.flatnonzero(f >= 0)
-            np.bitwise_or.at(sets, (f[on] // B, on), np.int32(1) << (f[on] % B))
-        # tiled to [1, F, D]: onnxruntime broadcasts along the outer axis only quickly
-        feature_ids = g.const(np.repeat(np.arange(F, dtype=np.int32)[None, :, None], by_start.shape[1], 2))
+        row, d = np.nonzero(by_start >= 0)
+        f = by_start[row, d]
+        np.bitwise_or.at(sets, (f // B, row), np.int32(1) << (f % B))
         regions = []
         for r in range(R):
             occ = np.flatnonzero(sc.occ_region == r)
@@ -251,21 +249,29 @@ class _Exact:
                 regions.append(rows_like(g, self.X, self.never, np.int64, (1, F)))
                 continue
             trees, slots = sc.occ_tree[occ], sc.occ_slot[occ]
+            n = trees.size
             cols = start if np.array_equal(trees, np.arange(T)) else g.gather(start, trees, 1)
-            per_word = g.op("Reshape", g.op("Gather", g.const(sets), cols, axis=1),
-                            g.const([-1, trees.size], np.int64))            # [W N, trees]
-            first = first_set_bits(g, per_word, trees.size, B, W)
-            if W * B > F:
-                first = g.slice(first, 0, F, 1)                              # [N, F]: which tree
-            leaf_at = g.op("GatherElements", cols, g.op("Min", first, g.const(np.int32(trees.size - 1))),
-                           axis=1)
-            path = g.op("Gather", g.const(by_start), leaf_at)              # [N, F, D]
-            depth = g.op("ArgMax", g.cast(g.op("Equal", path, feature_ids), TensorProto.UINT8),
-                         axis=2, keepdims=0)
-            # "none" looks up 'never'; its depth lookup adds 0, since the
-            # feature is on no path of the region, so on none of leaf_at's
-            slot = g.op("Add", g.op("Gather", g.const(np.r_[slots + 1, self.never]), first), depth)
-            regions.append(g.unsqueeze(slot, [1]))
+            found = []
+            # a few words at a time: [words N, trees] and [N, features, depth]
+            # intermediates stay bounded however many features there are
+            for w0 in range(0, W, WORDS_PER_STEP):
+                w1 = min(W, w0 + WORDS_PER_STEP)
+                f0, f1 = w0 * B, min(F, w1 * B)
+                per_word = g.op("Reshape", g.op("Gather", g.const(sets[w0:w1]), cols, axis=1),
+                                g.const([-1, n], np.int64))                      # [words N, trees]
+                first = first_set_bits(g, per_word, n, B, w1 - w0)
+                if (w1 - w0) * B > f1 - f0:
+                    first = g.slice(first, 0, f1 - f0, 1)                       # [N, f]: which tree
+                leaf_at = g.op("GatherElements", cols, g.op("Min", first, g.const(np.int32(n - 1))), axis=1)
+                path = g.op("Gather", g.const(by_start), leaf_at)              # [N, f, D]
+                # tiled to [1, f, D]: onnxruntime broadcasts along the outer axis only quickly
+                ids = np.repeat(np.arange(f0, f1, dtype=np.int32)[None, :, None], by_start.shape[1], 2)
+                depth = g.op("ArgMax", g.cast(g.op("Equal", path, g.const(ids)), TensorProto.UINT8),
+                             axis=2, keepdims=0)
+                # "none" looks up 'never'; its depth lookup adds 0, since the
+                # feature is on no path of the region, so on none of leaf_at's
+                found.append(g.op("Add", g.op("Gather", g.const(np.r_[slots + 1, self.never]), first), depth))
+            regions.append(g.unsqueeze(g.concat(found, 1), [1]))
         y = g.concat(regions, 1)
         static = self._static_features()
         return g.op("Min", y, g.const(static[None])) if np.any(static < self.never) else y

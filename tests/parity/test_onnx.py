@@ -190,3 +190,31 @@ def test_leaf_packing_at_its_limits(depths):
     X = rng.normal(size=(400, F)).astype(np.float32)
     rep = onnx_report(model, supported_tree_op(), X)
     assert rep.ok, rep
+
+
+def test_many_features_are_searched_a_few_words_at_a_time():
+    # 300 features make 10 bit-set words, searched 4 at a time
+    # (compilers/onnx.py, WORDS_PER_STEP); deep trees over all of them, one
+    # feature repeated along paths, costs not exact in every order
+    rng = np.random.default_rng(11)
+    F, trees = 300, []
+    for _ in range(60):
+        feat, thr, left, right, val = [], [], [], [], []
+
+        def grow(d):
+            k = len(feat)
+            feat.append(-1), thr.append(0.0), left.append(-1), right.append(-1)
+            val.append(float(rng.normal()))
+            if d < 5:
+                feat[k] = int(rng.integers(F)) if rng.random() < 0.8 else 7
+                thr[k] = float(np.float32(rng.normal()))
+                left[k] = grow(d + 1)
+                right[k] = grow(d + 1)
+            return k
+        grow(0)
+        trees.append(dict(feature=feat, threshold=thr, left=left, right=right, value=val))
+    model = ir.model(ir.features_from_costs(rng.choice([0.1, 0.3, 1.7], F)), [ir.concat_trees(trees)], 0,
+                     task=ir.binary_task())
+    X = rng.normal(size=(400, F)).astype(np.float32)
+    report = verify(model, X, backends=("onnx",))
+    assert report.ok, report.table()
