@@ -202,12 +202,13 @@ class _Exact:
                 tree_of[nodes] % n_targets,
                 (local[nodes] * 2.0 ** (b * (tree_of[nodes] // n_targets))).astype(np.float32)))
             y = g.cast(tree_ensemble(g, self.X, forest, n_targets, self.op), TensorProto.UINT32)
-            if P > 1:
+            digits = -(-T // n_targets)       # <= P: the last digit may be partly empty
+            if digits > 1:
                 mask = g.const(np.uint32((1 << b) - 1))
                 y = g.concat([g.op("BitwiseAnd", g.op("BitShift", y, g.const(np.uint32(b * j)),
                                                       direction="RIGHT") if j else y, mask)
-                              for j in range(min(P, -(-T // n_targets)))], 1)
-                if n_targets * min(P, -(-T // n_targets)) > T:
+                              for j in range(digits)], 1)
+                if n_targets * digits > T:
                     y = g.slice(y, 0, T, 1)
             q = g.cast(y, I32)
             if np.any(lay.width != 1):
@@ -232,13 +233,13 @@ class _Exact:
         F, R, T = self.F, sc.n_regions, self.layout.n_trees
         if T == 0:
             return None
-        start, vals = self.leaf()
+        start, _ = self.leaf()
         lay = self._leaf_layout()
         on_path = p.path_features(t.tn_feature, lay.leaves)            # [leaves, D]
-        by_start = np.full((len(vals), on_path.shape[1]), -1, np.int32)
+        by_start = np.full((len(lay.vals), on_path.shape[1]), -1, np.int32)
         by_start[lay.start] = on_path
         W, B = bit_layout(F)
-        sets = np.zeros((W, len(vals)), np.int32)
+        sets = np.zeros((W, len(lay.vals)), np.int32)
         row, d = np.nonzero(by_start >= 0)
         f = by_start[row, d]
         np.bitwise_or.at(sets, (f // B, row), np.int32(1) << (f % B))
@@ -248,33 +249,37 @@ class _Exact:
             if not occ.size:
                 regions.append(rows_like(g, self.X, self.never, np.int64, (1, F)))
                 continue
-            trees, slots = sc.occ_tree[occ], sc.occ_slot[occ]
-            n = trees.size
+            trees = sc.occ_tree[occ]
             cols = start if np.array_equal(trees, np.arange(T)) else g.gather(start, trees, 1)
-            found = []
             # a few words at a time: [words N, trees] and [N, features, depth]
             # intermediates stay bounded however many features there are
-            for w0 in range(0, W, WORDS_PER_STEP):
-                w1 = min(W, w0 + WORDS_PER_STEP)
-                f0, f1 = w0 * B, min(F, w1 * B)
-                per_word = g.op("Reshape", g.op("Gather", g.const(sets[w0:w1]), cols, axis=1),
-                                g.const([-1, n], np.int64))                      # [words N, trees]
-                first = first_set_bits(g, per_word, n, B, w1 - w0)
-                if (w1 - w0) * B > f1 - f0:
-                    first = g.slice(first, 0, f1 - f0, 1)                       # [N, f]: which tree
-                leaf_at = g.op("GatherElements", cols, g.op("Min", first, g.const(np.int32(n - 1))), axis=1)
-                path = g.op("Gather", g.const(by_start), leaf_at)              # [N, f, D]
-                # tiled to [1, f, D]: onnxruntime broadcasts along the outer axis only quickly
-                ids = np.repeat(np.arange(f0, f1, dtype=np.int32)[None, :, None], by_start.shape[1], 2)
-                depth = g.op("ArgMax", g.cast(g.op("Equal", path, g.const(ids)), TensorProto.UINT8),
-                             axis=2, keepdims=0)
-                # "none" looks up 'never'; its depth lookup adds 0, since the
-                # feature is on no path of the region, so on none of leaf_at's
-                found.append(g.op("Add", g.op("Gather", g.const(np.r_[slots + 1, self.never]), first), depth))
-            regions.append(g.unsqueeze(g.concat(found, 1), [1]))
+            steps = [self._first_slots(cols, sc.occ_slot[occ], sets[w0:w0 + WORDS_PER_STEP], B,
+                                       np.arange(w0 * B, min(F, (w0 + WORDS_PER_STEP) * B)), by_start)
+                     for w0 in range(0, W, WORDS_PER_STEP)]
+            regions.append(g.unsqueeze(g.concat(steps, 1), [1]))
         y = g.concat(regions, 1)
         static = self._static_features()
         return g.op("Min", y, g.const(static[None])) if np.any(static < self.never) else y
+
+    def _first_slots(self, cols, slots, sets, B, features, by_start):
+        """[N, len(features)] int64: the first slot at which the trees whose
+        leaf starts are ``cols`` [N, n] (evaluated at ``slots``) touch
+        ``features``, whose bits ``sets`` [words, leaf starts] hold."""
+        g, n = self.g, slots.size
+        per_word = g.op("Reshape", g.op("Gather", g.const(sets), cols, axis=1),
+                        g.const([-1, n], np.int64))                          # [words N, trees]
+        first = first_set_bits(g, per_word, n, B, sets.shape[0])
+        if sets.shape[0] * B > features.size:
+            first = g.slice(first, 0, features.size, 1)                     # [N, f]: which tree
+        leaf_at = g.op("GatherElements", cols, g.op("Min", first, g.const(np.int32(n - 1))), axis=1)
+        path = g.op("Gather", g.const(by_start), leaf_at)                  # [N, f, D]
+        # tiled to [1, f, D]: onnxruntime broadcasts along the outer axis only quickly
+        ids = np.repeat(features.astype(np.int32)[None, :, None], by_start.shape[1], 2)
+        depth = g.op("ArgMax", g.cast(g.op("Equal", path, g.const(ids)), TensorProto.UINT8),
+                     axis=2, keepdims=0)
+        # "none" looks up 'never'; its depth lookup adds 0, since the
+        # feature is on no path of these trees, so on none of leaf_at's
+        return g.op("Add", g.op("Gather", g.const(np.r_[slots + 1, self.never]), first), depth)
 
     def leaf_values(self, trees, outputs):
         """Leaf values of global ``trees`` at ``outputs``, by lookup: outputs

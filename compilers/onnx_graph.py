@@ -14,8 +14,6 @@ from onnx import TensorProto, helper, numpy_helper
 
 from ..ir import numerics as NUM
 
-INT64_INF = np.int64(1) << 40   # "never": larger than any slot
-
 
 class Graph:
     """Collects nodes and initializers; every op returns its output name."""

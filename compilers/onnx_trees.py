@@ -62,9 +62,9 @@ class Forest:
         return int(self.tree[-1]) + 1 if self.tree.size else 0
 
     @staticmethod
-    def single_leaf(weight, target=0):
+    def single_leaf(weight):
         z = np.zeros(1, np.int64)
-        return Forest(z, z - 1, np.zeros(1, np.float32), z, z - 1, z - 1, z + target,
+        return Forest(z, z - 1, np.zeros(1, np.float32), z, z - 1, z - 1, z,
                       np.array([weight], np.float32))
 
     @staticmethod
