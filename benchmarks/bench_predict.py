@@ -62,9 +62,8 @@ int main(int argc, char **argv) {
 """
 
 
-def lightgbm_to_ir(booster, n_features, cost=1.0):
-    """LightGBM trees as an IR bank (no NaN handling: the benchmark has none),
-    every feature costing ``cost``."""
+def lightgbm_to_ir(booster, n_features):
+    """LightGBM trees as an IR bank (no NaN handling: the benchmark has none)."""
     from skinflint import ir
     trees = []
     for info in booster.dump_model()["tree_info"]:
@@ -87,7 +86,7 @@ def lightgbm_to_ir(booster, n_features, cost=1.0):
         visit(info["tree_structure"])
         trees.append(dict(feature=feat, threshold=thr, left=left, right=right, value=val, missing_left=ml))
     bank = ir.concat_trees(trees)
-    return ir.model(ir.features_from_costs(np.full(n_features, cost)), [bank], 0, task=ir.binary_task())
+    return ir.model(ir.features_from_costs(np.ones(n_features)), [bank], 0, task=ir.binary_task())
 
 
 def _throughput_and_latency(run, X, reps=3, singles=300):
@@ -100,13 +99,17 @@ def _throughput_and_latency(run, X, reps=3, singles=300):
     return len(X) / t, t1 / singles * 1e6
 
 
-def bench_onnx(clf, model, model_decimal, X):
+def bench_onnx(clf, model, X):
     import onnxmltools
     import onnxruntime as ort
     from onnxmltools.convert.common.data_types import FloatTensorType
 
+    from skinflint import ir
     from skinflint.compilers.onnx import compile_onnx
     F = X.shape[1]
+    # the same trees with every feature costing 0.1
+    model_decimal = ir.model(ir.features_from_costs(np.full(F, 0.1)), list(model.nodes), model.output,
+                             task=model.task)
 
     exact_proto, t_compile = timed(lambda: compile_onnx(model))
     inf = np.full(len(X), np.inf)
@@ -162,7 +165,7 @@ def main():
         model = lightgbm_to_ir(clf.booster_, F)
         print(f"\n{T} trees ({model.nodes[0].feature.shape[0]} nodes)")
         if args.only != "c":
-            bench_onnx(clf, model, lightgbm_to_ir(clf.booster_, F, cost=0.1), X)
+            bench_onnx(clf, model, X)
         if args.only != "onnx":
             bench_c(clf.booster_, model, X, T, args.rows)
 

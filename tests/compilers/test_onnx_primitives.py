@@ -16,14 +16,12 @@ from skinflint.runtimes._expf import expf_array
 F32, F64, I64, I32 = TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.INT64, TensorProto.INT32
 
 
-def run(build, feeds, elem_in, elem_out, ml=None, elem_of=None):
-    """Build a one-output graph with ``build(g, *input_names)`` and run it
-    (inputs of type ``elem_in`` unless ``elem_of`` names another)."""
+def run(build, feeds, elem_in, elem_out, ml=None):
+    """Build a one-output graph with ``build(g, *input_names)`` and run it."""
     g = Graph()
     names = list(feeds)
     out = build(g, *names)
-    inputs = [helper.make_tensor_value_info(n, (elem_of or {}).get(n, elem_in), list(feeds[n].shape))
-              for n in names]
+    inputs = [helper.make_tensor_value_info(n, elem_in, list(feeds[n].shape)) for n in names]
     g.rename(out, "Y")
     graph = helper.make_graph(g.nodes, "t", inputs, [helper.make_tensor_value_info("Y", elem_out, None)],
                               g.inits)
