@@ -2,6 +2,14 @@
 tl2cgen-generated C for the same trees, in one run.
 
     python benchmarks/bench_predict.py [--rows 20000] [--only c|onnx]
+    python benchmarks/bench_predict.py --save DIR       # before a compiler change
+    python benchmarks/bench_predict.py --against DIR    # after it: old vs new
+
+``--save`` / ``--against`` need no anchors: synthetic depth-6 trees (100
+and 1000, seeded) are compiled to the exact ONNX graph and to C; ``--save``
+writes those artifacts to DIR, and ``--against`` times DIR's artifacts and
+the current compilers' side by side, rounds interleaved, best round kept
+(the shared machine's slow spells hit both alike).
 
 The trees come from LightGBM (depth 6, 63 leaves); they are converted to
 the skinflint IR (thresholds rounded down to float32, which is exact for
@@ -147,12 +155,129 @@ def bench_onnx(clf, model, X):
               f"  single row {lat:7.1f} us")
 
 
+SMALL_HARNESS = r"""
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include "sfm.h"
+static double now(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec + 1e-9 * t.tv_nsec; }
+typedef struct { const float *row; } src;
+static float fetch(void *ctx, int32_t j) { return ((src *)ctx)->row[j]; }
+int main(int argc, char **argv) {
+    long n = atol(argv[2]), F = SFM_N_FEATURES, i, reps = atol(argv[3]), r;
+    float *X = malloc(sizeof(float) * n * F);
+    FILE *fh = fopen(argv[1], "rb");
+    sfm_result res; sfm_workspace ws; src s; double t0, chk = 0;
+    if (fread(X, sizeof(float), n * F, fh) != (size_t)(n * F)) return 1;
+    fclose(fh);
+    t0 = now();
+    for (r = 0; r < reps; ++r) for (i = 0; i < n; ++i) { sfm_predict(X + i * F, &res); chk += res.scores[0]; }
+    printf("dense %.3f\n", (now() - t0) / (n * reps) * 1e9);
+    t0 = now();
+    for (r = 0; r < reps; ++r) for (i = 0; i < n; ++i) { s.row = X + i * F; sfm_predict_lazy(fetch, &s, 1e300, &ws, &res); chk += res.scores[0]; }
+    printf("lazy %.3f\n", (now() - t0) / (n * reps) * 1e9);
+    fprintf(stderr, "checksum %g\n", chk);
+    return 0;
+}
+"""
+
+
+def synthetic_model(n_trees, n_features=50, depth=6, seed=0):
+    """Complete random trees (thresholds N(0, 1), unit feature costs): a
+    stand-in for LightGBM's when the anchors are not installed."""
+    from skinflint import ir
+    rng = np.random.default_rng(seed)
+    n_inner, n = 2 ** depth - 1, 2 ** (depth + 1) - 1
+    i = np.arange(n)
+    inner = i < n_inner
+    trees = [dict(feature=np.where(inner, rng.integers(0, n_features, n), -1),
+                  threshold=np.where(inner, rng.normal(size=n), 0.0).astype(np.float32),
+                  left=np.where(inner, 2 * i + 1, -1), right=np.where(inner, 2 * i + 2, -1),
+                  value=(0.1 * rng.normal(size=n)).astype(np.float32), missing_left=rng.random(n) < 0.5)
+             for _ in range(n_trees)]
+    return ir.model(ir.features_from_costs(np.ones(n_features)), [ir.concat_trees(trees)], 0,
+                    task=ir.binary_task())
+
+
+def save_artifacts(out_dir):
+    import os
+
+    import onnx
+
+    from skinflint.compilers.c import render
+    from skinflint.compilers.onnx import compile_onnx
+    for T in (100, 1000):
+        model = synthetic_model(T)
+        d = os.path.join(out_dir, str(T))
+        os.makedirs(d, exist_ok=True)
+        onnx.save(compile_onnx(model), os.path.join(d, "exact.onnx"))
+        for name, text in render(model, "sfm").items():
+            with open(os.path.join(d, name), "w") as fh:
+                fh.write(text)
+    print(f"artifacts written to {out_dir}")
+
+
+def compare_artifacts(old_dir, n_rows, rounds=5):
+    """Old (saved) and new artifacts, rounds interleaved, best round each."""
+    import os
+
+    import onnxruntime as ort
+
+    from skinflint.compilers.c import C_FLAGS, render
+    from skinflint.compilers.onnx import compile_onnx
+    rng = np.random.default_rng(1)
+    with tempfile.TemporaryDirectory() as work:
+        for T in (100, 1000):
+            model = synthetic_model(T)
+            X = rng.normal(size=(n_rows, model.n_features)).astype(np.float32)
+            X.tofile(f"{work}/X.bin")
+            new_dir = os.path.join(work, f"new{T}")
+            os.makedirs(new_dir)
+            for name, text in render(model, "sfm").items():
+                with open(os.path.join(new_dir, name), "w") as fh:
+                    fh.write(text)
+            protos = {"old": open(os.path.join(old_dir, str(T), "exact.onnx"), "rb").read(),
+                      "new": compile_onnx(model).SerializeToString()}
+            exes = {}
+            for tag, d in (("old", os.path.join(old_dir, str(T))), ("new", new_dir)):
+                with open(f"{work}/h.c", "w") as fh:
+                    fh.write(SMALL_HARNESS)
+                exes[tag] = f"{work}/bench_{tag}{T}"
+                subprocess.run(["gcc", *C_FLAGS, "-O2", f"-I{d}", "-o", exes[tag], f"{work}/h.c",
+                                os.path.join(d, "sfm.c")], check=True)
+            best = {}
+            feed = {"X": X, "budget": np.full(n_rows, np.inf)}
+            for _ in range(rounds):
+                for tag in ("old", "new"):
+                    sess = ort.InferenceSession(protos[tag], providers=["CPUExecutionProvider"])
+                    sess.run(None, {"X": X[:16], "budget": feed["budget"][:16]})
+                    _, t = timed(lambda: sess.run(None, feed))
+                    del sess
+                    best[("onnx", tag)] = min(best.get(("onnx", tag), np.inf), t / n_rows * 1e9)
+                    out = subprocess.run([exes[tag], f"{work}/X.bin", str(n_rows), "3" if T == 100 else "1"],
+                                         capture_output=True, text=True, check=True).stdout
+                    for line in out.strip().splitlines():
+                        k, v = line.split()
+                        best[(k, tag)] = min(best.get((k, tag), np.inf), float(v))
+            print(f"{T} trees, {n_rows} rows, ns per row (best of {rounds} interleaved rounds):")
+            for k in ("onnx", "dense", "lazy"):
+                label = {"onnx": "ONNX exact (batch)", "dense": "C dense", "lazy": "C on-demand"}[k]
+                o, n = best[(k, "old")], best[(k, "new")]
+                print(f"  {label:<20} old {o:9.1f}  new {n:9.1f}  new/old {n / o:5.3f}")
+
+
 def main():
     ap = argparse.ArgumentParser()
+    ap.add_argument("--save", metavar="DIR", help="write this checkout's artifacts to DIR and stop")
+    ap.add_argument("--against", metavar="DIR", help="time DIR's artifacts against this checkout's")
     ap.add_argument("--rows", type=int, default=20_000)
     ap.add_argument("--features", type=int, default=50)
     ap.add_argument("--only", choices=["c", "onnx"], help="run one half (tl2cgen takes minutes)")
     args = ap.parse_args()
+    if args.save:
+        return save_artifacts(args.save)
+    if args.against:
+        return compare_artifacts(args.against, args.rows)
     import lightgbm as lgb
     rng = np.random.default_rng(0)
     F = args.features
