@@ -8,6 +8,7 @@ from .builders import (anytime, binary_task, cascade, classifier_tree, concat_tr
                        tree_input, trees_from_arrays)
 from .costs import features_per_tree, reachable_units, static_cost
 from .errors import IRError
+from .feature_costs import FeatureCosts
 from .inspect import inspect
 from .json_io import FORMAT, VERSION, from_dict, from_json, load, model_hash, save, to_dict, to_json
 from .model import Feature, Group, Model, Task
@@ -16,7 +17,7 @@ from .nodes import (AnytimeNode, CascadeNode, ClassifierTreeNode, KernelNode, Li
                     TreesNode)
 
 __all__ = [
-    "IRError", "Model", "Feature", "Group", "Task", "TreesNode", "LinearNode", "KernelNode",
+    "IRError", "FeatureCosts", "Model", "Feature", "Group", "Task", "TreesNode", "LinearNode", "KernelNode",
     "CascadeNode", "AnytimeNode", "ClassifierTreeNode", "save", "load", "to_json", "from_json",
     "to_dict", "from_dict", "model_hash", "FORMAT", "VERSION", "static_cost", "reachable_units",
     "features_per_tree", "inspect", "trees_from_arrays", "concat_trees", "linear", "kernel",

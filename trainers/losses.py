@@ -50,3 +50,104 @@ def softmax_class(Y, raw, k, g, h):
 
 
 LOSSES = ("squared", "logistic", "multiclass", "squared_hinge")
+
+
+# ---------------------------------------------------------------- loss objects
+class Loss:
+    """A boosting loss: per-output gradients and hessians of the raw scores,
+    the initial scores, and the mean loss (for validation).  ``n_outputs``
+    trees are grown per round, one per output column."""
+
+    name = ""
+    n_outputs = 1
+
+    def initial_scores(self, target, weight) -> np.ndarray:
+        raise NotImplementedError
+
+    def gradients(self, target, raw, k, g, h):
+        """Fill g, h (length N) for output column k of raw [N, K]."""
+        raise NotImplementedError
+
+    def value(self, target, raw) -> float:
+        raise NotImplementedError
+
+
+class SquaredLoss(Loss):
+    """1/2 (y - f)^2: regression."""
+    name = "squared"
+
+    def initial_scores(self, y, w):
+        return np.array([np.average(y, weights=w)])
+
+    def gradients(self, y, raw, k, g, h):
+        squared(y, raw[:, 0].copy(), g, h)
+
+    def value(self, y, raw):
+        return float(np.mean((raw[:, 0] - y) ** 2))
+
+
+class LogisticLoss(Loss):
+    """Binary log-loss on y in {0, 1}; scores are log-odds."""
+    name = "logistic"
+
+    def initial_scores(self, t, w):
+        p = np.clip(np.average(t, weights=w), 1e-6, 1 - 1e-6)
+        return np.array([np.log(p / (1 - p))])
+
+    def gradients(self, t, raw, k, g, h):
+        logistic(t, raw[:, 0].copy(), g, h)
+
+    def value(self, t, raw):
+        z = raw[:, 0]
+        return float(np.mean(np.logaddexp(0, z) - t * z))
+
+
+class SquaredHingeLoss(Loss):
+    """max(0, 1 - y f)^2 on y in {0, 1} -> {-1, +1}: the thesis' Greedy
+    Miser classification loss."""
+    name = "squared_hinge"
+
+    def initial_scores(self, t, w):
+        p = np.clip(np.average(t, weights=w), 1e-6, 1 - 1e-6)
+        return np.array([2 * p - 1])
+
+    def gradients(self, t, raw, k, g, h):
+        squared_hinge(t, raw[:, 0].copy(), g, h)
+
+    def value(self, t, raw):
+        return float(np.mean(np.maximum(0, 1 - (2 * t - 1) * raw[:, 0]) ** 2))
+
+
+class SoftmaxLoss(Loss):
+    """Multiclass log-loss on one-hot targets [N, K]: one tree per class per
+    round."""
+    name = "multiclass"
+
+    def __init__(self, n_classes):
+        self.n_outputs = int(n_classes)
+
+    def initial_scores(self, Y, w):
+        p = np.clip(np.average(Y, axis=0, weights=w), 1e-6, None)
+        return np.log(p) - np.log(p).mean()
+
+    def gradients(self, Y, raw, k, g, h):
+        softmax_class(Y, raw, k, g, h)
+
+    def value(self, Y, raw):
+        m = raw.max(axis=1, keepdims=True)
+        lse = m[:, 0] + np.log(np.exp(raw - m).sum(axis=1))
+        return float(np.mean(lse - (raw * Y).sum(axis=1)))
+
+
+def make_loss(name, n_classes=None) -> Loss:
+    """The loss object for ``name`` ("squared", "logistic", "squared_hinge";
+    "multiclass" needs ``n_classes``)."""
+    if name == "squared":
+        return SquaredLoss()
+    if name == "logistic":
+        return LogisticLoss()
+    if name == "squared_hinge":
+        return SquaredHingeLoss()
+    if name == "multiclass":
+        return SoftmaxLoss(n_classes)
+    raise ValueError(f"unknown loss {name!r}; expected one of {', '.join(LOSSES)}")

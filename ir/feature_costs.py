@@ -1,0 +1,164 @@
+"""One cost specification: what each feature and each group costs.
+
+Every trainer, the CLI and ``skinflint.datasets`` read feature costs through
+``FeatureCosts``, so the rules (finite, non-negative, one group per feature,
+every group priced) are checked in one place.  Cost units are the user's
+(milliseconds, joules, index lookups): the IR only adds them up (DESIGN.md §
+Cost semantics).  A group is a descriptor: the first feature fetched from it
+pays the group's cost once, then each feature its own.
+"""
+from __future__ import annotations
+
+import csv
+import math
+import os
+from dataclasses import dataclass
+
+import numpy as np
+
+from .model import Feature, Group
+
+
+@dataclass(frozen=True, eq=False)
+class FeatureCosts:
+    """Feature costs, optional groups (descriptors) and names.
+
+    Attributes
+    ----------
+    costs : ndarray of float64, shape (n_features,)
+        Each feature's own cost, paid the first time a row fetches it.
+    groups : ndarray of int64, shape (n_features,)
+        Index into ``group_costs`` of each feature's group, or -1 for none.
+    group_costs : ndarray of float64, shape (n_groups,)
+        Paid once per row, the first time any feature of the group is fetched.
+    names, group_names : tuple of str
+        Feature and group names (``x0``, ``x1``, ... and ``group0``, ... by
+        default); they go into the IR, the ONNX metadata and the C header.
+    """
+
+    costs: np.ndarray
+    groups: np.ndarray
+    group_costs: np.ndarray
+    names: tuple
+    group_names: tuple
+
+    # ------------------------------------------------------------ builders
+    @classmethod
+    def from_arrays(cls, costs, groups=None, group_costs=None, names=None,
+                    group_names=None) -> "FeatureCosts":
+        """Validate and build from plain arrays (``groups`` -1 = no group)."""
+        c = np.array(costs, np.float64, ndmin=1)
+        if c.ndim != 1:
+            raise ValueError(f"feature_costs: expected a 1-d array, got shape {c.shape}")
+        F = c.shape[0]
+        if not np.all(np.isfinite(c) & (c >= 0)):
+            bad = int(np.flatnonzero(~(np.isfinite(c) & (c >= 0)))[0])
+            raise ValueError(f"feature_costs must be finite and >= 0 (feature {bad} costs {c[bad]})")
+        g = np.full(F, -1, np.int64) if groups is None else np.array(groups, np.int64, ndmin=1)
+        if g.shape != (F,):
+            raise ValueError(f"feature_groups: {g.shape} for {F} features")
+        gc = np.zeros(0) if group_costs is None else np.array(group_costs, np.float64, ndmin=1)
+        if gc.ndim != 1:
+            raise ValueError(f"group_costs: expected a 1-d array, got shape {gc.shape}")
+        if g.max(initial=-1) >= gc.shape[0] or g.min(initial=-1) < -1:
+            raise ValueError(f"feature_groups refers to group {int(g.max())} but group_costs has "
+                             f"{gc.shape[0]} entries")
+        if not np.all(np.isfinite(gc) & (gc >= 0)):
+            raise ValueError("group_costs must be finite and >= 0")
+        names = tuple(f"x{i}" for i in range(F)) if names is None else tuple(str(n) for n in names)
+        if len(names) != F:
+            raise ValueError(f"feature_names: {len(names)} names for {F} features")
+        gnames = (tuple(f"group{i}" for i in range(gc.shape[0])) if group_names is None
+                  else tuple(str(n) for n in group_names))
+        if len(gnames) != gc.shape[0]:
+            raise ValueError(f"group_names: {len(gnames)} names for {gc.shape[0]} groups")
+        for a in (c, g, gc):
+            a.setflags(write=False)
+        return cls(c, g, gc, names, gnames)
+
+    @classmethod
+    def uniform(cls, n_features, cost=1.0) -> "FeatureCosts":
+        """Every feature costs ``cost``; no groups."""
+        return cls.from_arrays(np.full(int(n_features), float(cost)))
+
+    @classmethod
+    def from_csv(cls, path) -> "FeatureCosts":
+        """Read a cost CSV with header ``name,cost,group``.  A row named
+        ``group:G`` sets the cost of group G; ``group`` may be empty.  Groups
+        are numbered in sorted name order."""
+        names, costs, member, gcost = [], [], [], {}
+        with open(path, newline="") as fh:
+            reader = csv.DictReader(fh)
+            if reader.fieldnames is None or not {"name", "cost"} <= {f.strip() for f in reader.fieldnames}:
+                raise ValueError(f"{path}: expected a header 'name,cost,group'")
+            for ln, row in enumerate(reader, 2):
+                row = {k.strip(): (v or "").strip() for k, v in row.items() if k}
+                try:
+                    c = float(row["cost"])
+                except ValueError:
+                    raise ValueError(f"{path}: line {ln}: cost {row['cost']!r} is not a number") from None
+                if not math.isfinite(c) or c < 0:
+                    raise ValueError(f"{path}: line {ln}: cost {c} must be finite and >= 0")
+                if row["name"].startswith("group:"):
+                    gcost[row["name"][6:]] = c
+                else:
+                    names.append(row["name"])
+                    costs.append(c)
+                    member.append(row.get("group", ""))
+        missing = sorted({g for g in member if g and g not in gcost})
+        if missing:
+            raise ValueError(f"{os.fspath(path)}: groups without a 'group:NAME' cost row: "
+                             f"{', '.join(missing)}")
+        gnames = sorted(gcost)
+        groups = [gnames.index(g) if g else -1 for g in member]
+        return cls.from_arrays(costs, groups, [gcost[g] for g in gnames], names, gnames)
+
+    @classmethod
+    def from_model(cls, model) -> "FeatureCosts":
+        """The costs an IR model carries."""
+        return cls.from_arrays(model.feature_costs, model.feature_groups,
+                               model.group_costs, [f.name for f in model.features],
+                               [g.name for g in model.groups])
+
+    # ------------------------------------------------------------ queries
+    @property
+    def n_features(self) -> int:
+        return int(self.costs.shape[0])
+
+    def check_n_features(self, n_features):
+        """Raise unless these costs describe ``n_features`` columns."""
+        if n_features != self.n_features:
+            raise ValueError(f"feature_costs: {self.n_features} costs for {n_features} features")
+        return self
+
+    def reordered(self, names) -> "FeatureCosts":
+        """The same costs, rearranged to follow the column ``names``."""
+        names = [str(n) for n in names]
+        if sorted(names) != sorted(self.names):
+            extra = sorted(set(self.names) - set(names))
+            lack = sorted(set(names) - set(self.names))
+            raise ValueError(f"cost file does not match the data columns (not in data: {extra[:5]}, "
+                             f"no cost: {lack[:5]})")
+        order = [self.names.index(n) for n in names]
+        return FeatureCosts.from_arrays(self.costs[order], self.groups[order], self.group_costs,
+                                        names, self.group_names)
+
+    def features(self) -> list:
+        """The ``ir.Feature`` list of a model with these costs."""
+        return [Feature(n, float(c), None if g < 0 else int(g))
+                for n, c, g in zip(self.names, self.costs, self.groups)]
+
+    def ir_groups(self) -> list:
+        """The ``ir.Group`` list of a model with these costs."""
+        return [Group(n, float(c)) for n, c in zip(self.group_names, self.group_costs)]
+
+    def to_dict(self) -> dict:
+        """A JSON-ready dict (used when an estimator's parameters are written
+        into a model's metadata)."""
+        return {"costs": self.costs.tolist(), "groups": self.groups.tolist(),
+                "group_costs": self.group_costs.tolist(), "names": list(self.names),
+                "group_names": list(self.group_names)}
+
+    def __repr__(self):
+        return (f"FeatureCosts({self.n_features} features, {self.group_costs.shape[0]} groups, "
+                f"total {float(self.costs.sum() + self.group_costs.sum()):g})")

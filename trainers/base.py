@@ -1,0 +1,197 @@
+"""The surface every cost-sensitive estimator shares, written once.
+
+A trainer subclasses ``CostSensitiveClassifier`` or ``CostSensitiveRegressor``
+and implements ``fit`` and ``to_ir`` only.  ``fit`` ends with
+``self._set_model(self.to_ir())``; from then on ``predict``,
+``decision_function``, ``predict_proba``, ``cost`` and ``score`` answer from
+that IR model on the reference runtime: what users deploy is what the
+estimator reports (DESIGN.md: the reference runtime is the definition of
+truth).
+
+The estimators are scikit-learn estimators (``BaseEstimator`` with
+``ClassifierMixin`` / ``RegressorMixin``), so ``clone``, ``GridSearchCV``,
+``cross_val_score`` and ``Pipeline`` work.  NaN means "missing" and is
+accepted; infinity is rejected (use NaN).
+"""
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from .. import ir
+from ..ir.feature_costs import FeatureCosts
+
+
+def package_version():
+    from skinflint import __version__
+    return __version__
+
+
+def _json_value(v):
+    if isinstance(v, np.ndarray):
+        return v.tolist()
+    if isinstance(v, FeatureCosts):
+        return v.to_dict()
+    if isinstance(v, np.generic):
+        return v.item()
+    return v
+
+
+class _CostSensitiveEstimator(BaseEstimator):
+    """Shared fitting helpers and the IR-backed prediction surface."""
+
+    # ------------------------------------------------------------ sklearn
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True     # NaN is a missing value (DESIGN.md § Numerics)
+        return tags
+
+    def __getstate__(self):
+        # the compiled runtime is a cache, rebuilt from model_ on demand
+        state = dict(self.__dict__)
+        state.pop("_runtime", None)
+        return state
+
+    # ------------------------------------------------------------ inputs
+    def _validate_X(self, X, *, reset):
+        """float32, C-contiguous [N, F]; NaN allowed, inf refused.  float64
+        is rounded to the nearest float32 here, as every runtime does."""
+        X = validate_data(self, X, reset=reset, dtype=np.float32, order="C",
+                          ensure_all_finite="allow-nan")
+        if np.isinf(X).any():
+            raise ValueError("X: contains infinity; use NaN for missing values")
+        return X
+
+    def _validate_X_y(self, X, y):
+        """Checked training data: (float32 X, y as a 1-d array)."""
+        X, y = validate_data(self, X, y, dtype=np.float32, order="C",
+                             ensure_all_finite="allow-nan", y_numeric=False)
+        if np.isinf(X).any():
+            raise ValueError("X: contains infinity; use NaN for missing values")
+        return X, y
+
+    def _cost_spec(self, n_features) -> FeatureCosts:
+        """The estimator's ``feature_costs`` / ``feature_groups`` /
+        ``group_costs`` / ``feature_names`` / ``group_names`` parameters as
+        one checked ``FeatureCosts`` (unit costs when none are given)."""
+        fc = getattr(self, "feature_costs", None)
+        extra = {k: getattr(self, k, None) for k in
+                 ("feature_groups", "group_costs", "feature_names", "group_names")}
+        if isinstance(fc, FeatureCosts):
+            given = [k for k, v in extra.items() if v is not None]
+            if given:
+                raise ValueError(f"feature_costs is a FeatureCosts, which already holds "
+                                 f"{', '.join(given)}: pass them there, not as parameters")
+            return fc.check_n_features(n_features)
+        costs = np.ones(n_features) if fc is None else fc
+        spec = FeatureCosts.from_arrays(costs, extra["feature_groups"], extra["group_costs"],
+                                        extra["feature_names"], extra["group_names"])
+        return spec.check_n_features(n_features)
+
+    def _json_params(self) -> dict:
+        """Parameters for a model's metadata, in ``__init__``'s order (not
+        scikit-learn's sorted order, so model bytes stay stable)."""
+        params = self.get_params(deep=False)
+        order = inspect.signature(type(self).__init__).parameters
+        return {k: _json_value(params[k]) for k in order if k in params}
+
+    def _ir_model(self, nodes, output, task, costs: FeatureCosts, **metadata) -> ir.Model:
+        """An IR model with these costs and the standard metadata: trainer
+        name, parameters, ``metadata`` and the package version."""
+        meta = {"trainer": type(self).__name__, "params": self._json_params(), **metadata,
+                "skinflint_version": package_version()}
+        return ir.model(costs.features(), nodes, output, task=task, groups=costs.ir_groups(),
+                        metadata=meta)
+
+    # ------------------------------------------------------------ the model
+    def _set_model(self, model: ir.Model):
+        """Install the fitted IR model: every prediction comes from it."""
+        self.model_ = model
+        self.static_cost_ = model.static_cost()
+        self._runtime = None
+        return self
+
+    def _prediction(self, X, budget=None):
+        check_is_fitted(self, "model_")
+        X = self._validate_X(X, reset=False)
+        if getattr(self, "_runtime", None) is None:
+            from ..runtimes.reference import ReferenceRuntime
+            self._runtime = ReferenceRuntime(self.model_)
+        return self._runtime.predict(X, budget)
+
+    def to_ir(self) -> ir.Model:  # pragma: no cover - every trainer overrides it
+        raise NotImplementedError
+
+    def predict(self, X, budget=None):
+        """Labels (classifiers) or values (regressors) from the IR model.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Rows; rounded to float32, NaN means missing.
+        budget : float or array-like of shape (n_samples,), optional
+            Per-row cost budget in cost units; evaluation stops before the
+            first step whose new units would exceed it (DESIGN.md § Cost
+            semantics).  None means no limit.
+        """
+        return self._prediction(X, budget).output
+
+    def cost(self, X, budget=None) -> np.ndarray:
+        """Per-row lazy cost: what an on-demand runtime pays for each row
+        (each feature, group, tree and support vector paid once, on first
+        touch), in the units of ``feature_costs``."""
+        return self._prediction(X, budget).cost
+
+
+class CostSensitiveClassifier(ClassifierMixin, _CostSensitiveEstimator):
+    """Base of the cost-sensitive classifiers."""
+
+    def _encode_labels(self, y, *, reset=True):
+        """Class indices of ``y``; with ``reset`` sets ``classes_``."""
+        y = np.asarray(y)
+        if reset:
+            check_classification_targets(y)
+            self.classes_ = np.unique(y)
+            if len(self.classes_) < 2:
+                raise ValueError(f"y: a classifier needs samples of at least 2 classes in the data, "
+                                 f"but the data contain only one class: {self.classes_[0]!r}")
+        idx = np.searchsorted(self.classes_, y)
+        inside = idx < len(self.classes_)
+        if not inside.all() or np.any(self.classes_[np.minimum(idx, len(self.classes_) - 1)] != y):
+            raise ValueError("y: labels not seen in training")
+        return idx
+
+    def _ir_classes(self):
+        return [c.item() if hasattr(c, "item") else c for c in self.classes_]
+
+    def decision_function(self, X, budget=None):
+        """Raw float32 margins from the IR model: shape (n_samples,) for
+        binary models, (n_samples, n_classes) for multiclass."""
+        s = self._prediction(X, budget).scores
+        return s[:, 0] if s.shape[1] == 1 else s
+
+    def predict_proba(self, X, budget=None):
+        """Class probabilities from the IR model's output transform
+        (the project's portable float32 logistic / softmax)."""
+        p = self._prediction(X, budget).proba
+        if p is None:
+            raise AttributeError(f"{type(self).__name__}.predict_proba: this model's output has no "
+                                 "probabilistic transform (e.g. the squared hinge loss)")
+        return p
+
+    def staged_predict(self, X):
+        """Labels after each stage (see ``staged_decision_function``)."""
+        for s in self.staged_decision_function(X):
+            yield self.classes_[(s > 0).astype(int)] if s.ndim == 1 else self.classes_[np.argmax(s, axis=1)]
+
+
+class CostSensitiveRegressor(RegressorMixin, _CostSensitiveEstimator):
+    """Base of the cost-sensitive regressors."""
+
+    def staged_predict(self, X):
+        """Predictions after each stage (see ``staged_decision_function``)."""
+        yield from self.staged_decision_function(X)
