@@ -14,8 +14,10 @@ import jinja2
 import numpy as np
 
 from ..ir import numerics
+from ..ir.codes import C_DEFINES
 from ..ir.costs import static_cost
-from ..ir.lowering import KIND_CASCADE, KIND_CTREE, KIND_KERNEL, KIND_LINEAR, KIND_TREES, lower
+from ..ir.codes import KIND_CASCADE, KIND_CTREE, KIND_KERNEL, KIND_LINEAR, KIND_TREES
+from ..ir.lowering import lower
 from ..ir.json_io import model_hash
 
 # The flags every build of generated code uses: C99, no contraction into FMA.
@@ -90,7 +92,7 @@ def render(model, prefix="model") -> dict[str, str]:
         has_trees=KIND_TREES in kinds, has_linear=KIND_LINEAR in kinds,
         has_kernel=KIND_KERNEL in kinds, is_control=t.top_kind >= KIND_CASCADE,
         top_is_cascade=t.top_kind == KIND_CASCADE, top_is_ctree=t.top_kind == KIND_CTREE,
-        n_ctl=int(t.ctl_scorer.shape[0]), needs_exp=KIND_KERNEL in kinds or P > 0, t=tables,
+        n_ctl=int(t.ctl_scorer.shape[0]), codes=C_DEFINES, needs_exp=KIND_KERNEL in kinds or P > 0, t=tables,
         EXP_HI=numerics.hexfloat(numerics.EXP_HI), EXP_LO=numerics.hexfloat(numerics.EXP_LO),
         LOG2E=numerics.hexfloat(numerics.LOG2E), HALF=numerics.hexfloat(numerics.HALF),
         LN2_HI=numerics.hexfloat(numerics.LN2_HI), LN2_LO=numerics.hexfloat(numerics.LN2_LO),

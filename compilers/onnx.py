@@ -44,10 +44,10 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper
 
-from ..ir.lowering import (KIND_ANYTIME, KIND_CASCADE, KIND_CTREE, KIND_KERNEL, KIND_LINEAR,
-                           KIND_TREES, Tables, lower)
-from ..ir.nodes import (EXIT_ABS_GE, EXIT_GE, EXIT_LE, INPUT_FEATURE, INPUT_NODE, INPUT_TREE,
-                        KERNEL_LINEAR, KERNEL_RBF)
+from ..ir.codes import (EXIT_ABS_GE, EXIT_GE, EXIT_LE, KERNEL_LINEAR, KERNEL_RBF, KIND_ANYTIME,
+                        KIND_CASCADE, KIND_CTREE, KIND_KERNEL, KIND_LINEAR, KIND_TREES, TERM_FEATURE,
+                        TERM_NODE, TERM_TREE)
+from ..ir.lowering import Tables, lower
 from .onnx_graph import (Graph, bit_layout, canonical_nan, expand_rows, expf, filled,
                          first_argmax, first_set_bits, logistic, match_constant_ranks, rows_like,
                          softmax)
@@ -335,15 +335,15 @@ class _Exact:
         g, t = self.g, self.t
         kinds, idx, out = t.term_kind[live], t.term_index[live], t.term_output[live]
         blocks, order = [], []
-        fe = np.flatnonzero(kinds == INPUT_FEATURE)
+        fe = np.flatnonzero(kinds == TERM_FEATURE)
         if fe.size:
             blocks.append(g.gather(self.X, idx[fe], 1))
             order.append(fe)
-        tr = np.flatnonzero(kinds == INPUT_TREE)
+        tr = np.flatnonzero(kinds == TERM_TREE)
         if tr.size:
             blocks.append(self.leaf_values(idx[tr], out[tr]))
             order.append(tr)
-        for p in np.flatnonzero(kinds == INPUT_NODE):
+        for p in np.flatnonzero(kinds == TERM_NODE):
             blocks.append(g.gather(self.value(int(idx[p])), [int(out[p])], 1))
             order.append([p])
         x = g.concat(blocks, 1)

@@ -27,8 +27,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..ir.lowering import KIND_CTREE, KIND_KERNEL, KIND_LINEAR, KIND_TREES, Tables
-from ..ir.nodes import INPUT_FEATURE, INPUT_TREE
+from ..ir.codes import KIND_CTREE, KIND_KERNEL, KIND_LINEAR, KIND_TREES, TERM_FEATURE, TERM_TREE
+from ..ir.lowering import Tables
 
 
 @dataclass
@@ -148,9 +148,9 @@ class _Unroller:
             term = tab.node_first[n] + p
             if tab.term_live[term]:
                 tk, idx = tab.term_kind[term], int(tab.term_index[term])
-                if tk == INPUT_FEATURE:
+                if tk == TERM_FEATURE:
                     self.feature(r, idx, seen)
-                elif tk == INPUT_TREE:
+                elif tk == TERM_TREE:
                     self.tree(r, idx, seen)
                 elif ("n", idx) not in seen:
                     return idx

@@ -15,8 +15,7 @@ from .errors import IRError
 from .model import MAX_NODES, Feature, Group, Model, Task
 from .nodes import node_from_dict
 
-FORMAT = "skinflint-ir"
-VERSION = 1
+from .codes import FORMAT, FORMAT_VERSION as VERSION
 MAX_FILE_BYTES = 1 << 30
 
 

@@ -10,13 +10,10 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
+from .codes import (KIND_ANYTIME, KIND_CASCADE, KIND_CTREE, KIND_KERNEL,  # noqa: F401 (re-exported)
+                    KIND_LINEAR, KIND_TREES, NODE_KIND_CODES as _KIND)
 from .nodes import (INPUT_NODE, INPUT_TREE, AnytimeNode, CascadeNode,
                     ClassifierTreeNode, KernelNode, LinearNode, TreesNode)
-
-KIND_TREES, KIND_LINEAR, KIND_KERNEL = 0, 1, 2
-KIND_CASCADE, KIND_ANYTIME, KIND_CTREE = 3, 4, 5
-_KIND = {"trees": KIND_TREES, "linear": KIND_LINEAR, "kernel": KIND_KERNEL,
-         "cascade": KIND_CASCADE, "anytime": KIND_ANYTIME, "classifier_tree": KIND_CTREE}
 
 
 @dataclass
@@ -45,7 +42,7 @@ class Tables:
     tn_value: np.ndarray         # i32 [M] offset into leaf_value (leaves only)
     leaf_value: np.ndarray       # f32 pool
     # linear terms
-    term_kind: np.ndarray        # i32 [P] 0 feature, 1 tree, 2 node
+    term_kind: np.ndarray        # i32 [P] TERM_FEATURE / TERM_TREE / TERM_NODE (ir/codes.py)
     term_index: np.ndarray       # i32 [P] feature / global tree / node
     term_output: np.ndarray      # i32 [P]
     term_live: np.ndarray        # u8 [P] some weight nonzero

@@ -28,19 +28,17 @@ import numpy as np
 
 from .arrays import (bool_array, cost_array, float32_array, frozen, int_array,
                      scalar_float, scalar_float32, scalar_int)
+from .codes import (EXIT_ABS_GE, EXIT_GE, EXIT_LE, EXIT_NONE, EXIT_RULES,  # noqa: F401 (re-exported)
+                    KERNEL_LINEAR, KERNEL_POLY, KERNEL_RBF, KERNELS, TERM_FEATURE, TERM_KINDS,
+                    TERM_NODE, TERM_TREE)
 from .errors import IRError
 
 MAX_OUTPUTS = 1 << 16
 MAX_POLY_DEGREE = 16
 
-INPUT_FEATURE, INPUT_TREE, INPUT_NODE = 0, 1, 2
-INPUT_KINDS = {"feature": INPUT_FEATURE, "tree": INPUT_TREE, "node": INPUT_NODE}
-
-EXIT_NONE, EXIT_LE, EXIT_GE, EXIT_ABS_GE = 0, 1, 2, 3
-EXIT_RULES = {"none": EXIT_NONE, "le": EXIT_LE, "ge": EXIT_GE, "abs_ge": EXIT_ABS_GE}
-
-KERNEL_LINEAR, KERNEL_RBF, KERNEL_POLY = 0, 1, 2
-KERNELS = {"linear": KERNEL_LINEAR, "rbf": KERNEL_RBF, "poly": KERNEL_POLY}
+# a linear node's input lowers to a term with the same code (ir/codes.py)
+INPUT_FEATURE, INPUT_TREE, INPUT_NODE = TERM_FEATURE, TERM_TREE, TERM_NODE
+INPUT_KINDS = TERM_KINDS
 
 
 def _name_of(mapping, code):

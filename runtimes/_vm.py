@@ -16,13 +16,10 @@ array is cleared between rows.
 import numpy as np
 from numba import njit, prange
 
+from ..ir.codes import (EXIT_ABS_GE, EXIT_GE, EXIT_LE, KERNEL_LINEAR, KERNEL_RBF, KIND_CASCADE,
+                        KIND_CTREE, KIND_KERNEL, KIND_LINEAR, KIND_TREES, TERM_FEATURE, TERM_TREE)
 from ._expf import expf
 
-KIND_TREES, KIND_LINEAR, KIND_KERNEL = 0, 1, 2
-KIND_CASCADE, KIND_ANYTIME, KIND_CTREE = 3, 4, 5
-TERM_FEATURE, TERM_TREE, TERM_NODE = 0, 1, 2
-KERNEL_LINEAR, KERNEL_RBF, KERNEL_POLY = 0, 1, 2
-EXIT_LE, EXIT_GE, EXIT_ABS_GE = 1, 2, 3
 ZERO = np.float32(0.0)
 ONE = np.float32(1.0)
 

@@ -8,8 +8,8 @@ from collections import namedtuple
 
 import numpy as np
 
+from ..ir.codes import KIND_TREES
 from ..ir.lowering import Tables, lower
-from ..ir.lowering import KIND_TREES
 from ._vm import _evaluate_bank as evaluate_bank, evaluate
 from .prediction import Prediction, as_budget, as_features, canonical_nan, finish
 

@@ -1,0 +1,36 @@
+"""Every integer code of the IR and of its evaluators, and the format
+version, defined once.
+
+The JSON loader (``ir.nodes``), the lowering (``ir.lowering``), the numba VM
+(``runtimes/_vm.py``), the ONNX compiler and the C template (its
+``#define``s are rendered from ``C_DEFINES``) all read these names; none
+writes a number of its own.
+"""
+
+FORMAT = "skinflint-ir"
+FORMAT_VERSION = 1          # the "version" field of a model file
+
+# Node kinds, as the lowered tables' node_kind holds them.  Scoring kinds
+# come first: ``kind <= KIND_KERNEL`` means a scoring node.
+KIND_TREES, KIND_LINEAR, KIND_KERNEL = 0, 1, 2
+KIND_CASCADE, KIND_ANYTIME, KIND_CTREE = 3, 4, 5
+NODE_KIND_CODES = {"trees": KIND_TREES, "linear": KIND_LINEAR, "kernel": KIND_KERNEL,
+                   "cascade": KIND_CASCADE, "anytime": KIND_ANYTIME, "classifier_tree": KIND_CTREE}
+
+# What a linear node's input (a lowered "term") reads.
+TERM_FEATURE, TERM_TREE, TERM_NODE = 0, 1, 2
+TERM_KINDS = {"feature": TERM_FEATURE, "tree": TERM_TREE, "node": TERM_NODE}
+
+# Cascade exit rules (a stage with EXIT_NONE never exits early).
+EXIT_NONE, EXIT_LE, EXIT_GE, EXIT_ABS_GE = 0, 1, 2, 3
+EXIT_RULES = {"none": EXIT_NONE, "le": EXIT_LE, "ge": EXIT_GE, "abs_ge": EXIT_ABS_GE}
+
+# Kernel functions of a kernel node.
+KERNEL_LINEAR, KERNEL_RBF, KERNEL_POLY = 0, 1, 2
+KERNELS = {"linear": KERNEL_LINEAR, "rbf": KERNEL_RBF, "poly": KERNEL_POLY}
+
+# The codes the generated C evaluator tests, in the order it defines them.
+C_DEFINES = [("KIND_TREES", KIND_TREES), ("KIND_LINEAR", KIND_LINEAR), ("KIND_KERNEL", KIND_KERNEL),
+             ("TERM_FEATURE", TERM_FEATURE), ("TERM_TREE", TERM_TREE), ("TERM_NODE", TERM_NODE),
+             ("KERNEL_LINEAR", KERNEL_LINEAR), ("KERNEL_RBF", KERNEL_RBF), ("KERNEL_POLY", KERNEL_POLY),
+             ("EXIT_LE", EXIT_LE), ("EXIT_GE", EXIT_GE), ("EXIT_ABS_GE", EXIT_ABS_GE)]
