@@ -1,0 +1,58 @@
+"""Float64 kernel matrices for training the kernel trainers (CVM, LARS-SVM,
+Reduced-SVM).
+
+Training may use the ``|a|^2 + |b|^2 - 2 a.b`` expansion (BLAS, float64);
+deployment never does: the IR's kernel node sums ``(x_d - sv_d)^2`` in
+float32 in feature order (``docs/numerics.md``), so a model's deployed
+decision differs from these float64 values in the last bits only.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+KERNEL_NAMES = ("rbf", "linear", "poly")
+
+
+def sq_distances(A, B) -> np.ndarray:
+    """[len(A), len(B)] float64 squared Euclidean distances, clipped at 0.
+
+    Parameters
+    ----------
+    A, B : array [n, D] and [m, D]
+
+    Returns
+    -------
+    ndarray [n, m] float64
+    """
+    A = np.asarray(A, np.float64)
+    B = np.asarray(B, np.float64)
+    d = (A * A).sum(1)[:, None] + (B * B).sum(1)[None, :] - 2.0 * (A @ B.T)
+    np.maximum(d, 0.0, out=d)
+    return d
+
+
+def kernel_matrix(A, B, kernel="rbf", gamma=1.0, coef0=0.0, degree=3) -> np.ndarray:
+    """k(a_i, b_j) in float64: rbf ``exp(-gamma |a - b|^2)`` (thesis §4.4,
+    gamma = 1 / (2 sigma^2)), linear ``a.b``, poly ``(gamma a.b + coef0)^degree``.
+
+    Parameters
+    ----------
+    A, B : array [n, D] and [m, D]
+    kernel : {"rbf", "linear", "poly"}
+    gamma, coef0 : float
+    degree : int
+
+    Returns
+    -------
+    ndarray [n, m] float64
+    """
+    if kernel == "rbf":
+        d = sq_distances(A, B)
+        d *= -float(gamma)
+        return np.exp(d, out=d)
+    dot = np.asarray(A, np.float64) @ np.asarray(B, np.float64).T
+    if kernel == "linear":
+        return dot
+    if kernel == "poly":
+        return (float(gamma) * dot + float(coef0)) ** int(degree)
+    raise ValueError(f"kernel: unknown kernel {kernel!r}; use one of {KERNEL_NAMES}")
