@@ -8,6 +8,8 @@ sequentially (checked in tests/compilers/test_onnx_primitives.py).
 """
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
@@ -16,15 +18,31 @@ from ..ir import numerics as NUM
 
 
 class Graph:
-    """Collects nodes and initializers; every op returns its output name."""
+    """Collects nodes and initializers; every op returns its output name.
+
+    Names say what an op is for: inside ``with g.scope("pay/sort"):`` an op
+    and its output are named ``pay/sort/<op>_<n>`` (Netron shows the path).
+    Names are all that scopes change."""
 
     def __init__(self):
         self.nodes, self.inits, self._n = [], [], 0
         self._consts, self._rows = {}, {}
+        self._scope = []
+
+    @contextlib.contextmanager
+    def scope(self, name, *, root=False):
+        """Name what is emitted inside: ``name`` below the current scope,
+        or the whole path when ``root``."""
+        saved = self._scope
+        self._scope = [name] if root else saved + [name]
+        try:
+            yield
+        finally:
+            self._scope = saved
 
     def _name(self, hint):
         self._n += 1
-        return f"{hint}_{self._n}"
+        return "/".join(self._scope + [f"{hint}_{self._n}"])
 
     def const(self, value, dtype=None, hint="c") -> str:
         """An initializer; equal constants (same dtype, shape and bytes) are
@@ -44,12 +62,13 @@ class Graph:
 
     def op(self, op_type, *inputs, hint=None, domain="", n_out=1, **attrs):
         outs = [self._name(hint or op_type.lower()) for _ in range(n_out)]
-        self.nodes.append(helper.make_node(op_type, list(inputs), outs, domain=domain, **attrs))
+        name = "/".join(self._scope + [f"{op_type}_{self._n}"])
+        self.nodes.append(helper.make_node(op_type, list(inputs), outs, domain=domain, name=name, **attrs))
         return outs[0] if n_out == 1 else outs
 
     def rename(self, src, name):
         """Expose ``src`` under a fixed graph-output name."""
-        self.nodes.append(helper.make_node("Identity", [src], [name]))
+        self.nodes.append(helper.make_node("Identity", [src], [name], name=f"out/{name}"))
         return name
 
     # shorthands for the ops used most

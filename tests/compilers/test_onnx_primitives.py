@@ -8,7 +8,7 @@ import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper
 
-from skinflint.compilers.onnx import exact_in_any_order
+from skinflint.compilers.onnx_cost import exact_in_any_order
 from skinflint.compilers.onnx_graph import Graph, expf, first_set_bits
 from skinflint.compilers.onnx_trees import Forest, tree_ensemble
 from skinflint.runtimes._expf import expf_array

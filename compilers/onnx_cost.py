@@ -1,0 +1,259 @@
+"""The exact ONNX graph's lazy cost: when each unit is first touched, what a
+row pays, and where its budget halts it (docs/onnx.md).
+
+* ``touch/…``: the static schedule (onnx_schedule.py) numbers every place a
+  unit can be touched.  Per row, bit sets of the features on each reached
+  leaf's path (a table lookup by leaf), searched for each feature's first
+  tree (a segment tree of BitwiseOr), give each feature the slot of its
+  first touch in an active region; groups take their first member's slot.
+* ``pay/…``: TopK sorts the paid units into acquisition order and CumSum
+  adds their costs in float64 in that order, as the reference does; the
+  budget halts the row at the first unit whose running sum exceeds it.
+"""
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+from onnx import TensorProto
+
+from .onnx_graph import bit_layout, expand_rows, first_set_bits, rows_like
+from .onnx_values import Part, Setup, Values
+
+WORDS_PER_STEP = 4      # bit-set words searched together (4 x 31 features)
+F64, I64, BOOL = TensorProto.DOUBLE, TensorProto.INT64, TensorProto.BOOL
+
+
+class Costs(Part):
+    """First touches, payments and the halting slot (reads ``Values`` for
+    the leaves the trees reach)."""
+
+    def __init__(self, setup: Setup, values: Values):
+        super().__init__(setup)
+        self.values = values
+
+    # -- touch: the slot of each unit's first touch -------------------------
+    def first_touches(self):
+        """[N, R, F] int64, or None: per region, the first slot at which a
+        tree path touches each feature, ``never`` if no path does.
+
+        No per-path work in a second tree operator: the leaf numbers of
+        ``leaf`` say which path each tree took.  A table gives each leaf the
+        set of features on its path as a bit set (``bit_layout``: int32
+        words of up to 31 features), so a region's trees give [W N, trees]
+        bit sets, words stacked as rows.
+        ``first_set_bits`` finds, per feature, the first tree whose set has
+        it (a segment tree of BitwiseOr, then a descent: log2(trees) steps);
+        the depth of the feature on that tree's path comes from a second
+        table, and the slot is that tree's slot + 1 + depth."""
+        t, p, sc, g = self.t, self.paths, self.sched, self.g
+        F, R, T = self.F, sc.n_regions, self.layout.n_trees
+        if T == 0:
+            return None
+        start, _ = self.values.leaf()
+        lay = self.values.leaf_layout()
+        on_path = p.path_features(t.tn_feature, lay.leaves)            # [leaves, D]
+        by_start = np.full((len(lay.vals), on_path.shape[1]), -1, np.int32)
+        by_start[lay.start] = on_path
+        W, B = bit_layout(F)
+        sets = np.zeros((W, len(lay.vals)), np.int32)
+        row, d = np.nonzero(by_start >= 0)
+        f = by_start[row, d]
+        np.bitwise_or.at(sets, (f // B, row), np.int32(1) << (f % B))
+        regions = []
+        for r in range(R):
+            with g.scope(f"touch/region{r}", root=True):
+                occ = np.flatnonzero(sc.occ_region == r)
+                if not occ.size:
+                    regions.append(rows_like(g, self.X, self.never, np.int64, (1, F)))
+                    continue
+                trees = sc.occ_tree[occ]
+                cols = start if np.array_equal(trees, np.arange(T)) else g.gather(start, trees, 1)
+                # a few words at a time: [words N, trees] and [N, features, depth]
+                # intermediates stay bounded however many features there are
+                steps = []
+                for w0 in range(0, W, WORDS_PER_STEP):
+                    with g.scope(f"features{w0 * B}"):
+                        steps.append(self._first_slots(cols, sc.occ_slot[occ], sets[w0:w0 + WORDS_PER_STEP], B,
+                                                       np.arange(w0 * B, min(F, (w0 + WORDS_PER_STEP) * B)),
+                                                       by_start))
+                regions.append(g.unsqueeze(g.concat(steps, 1), [1]))
+        with g.scope("touch/features", root=True):
+            y = g.concat(regions, 1)
+            static = self._static_features()
+            return g.op("Min", y, g.const(static[None])) if np.any(static < self.never) else y
+
+    def _first_slots(self, cols, slots, sets, B, features, by_start):
+        """[N, len(features)] int64: the first slot at which the trees whose
+        leaf starts are ``cols`` [N, n] (evaluated at ``slots``) touch
+        ``features``, whose bits ``sets`` [words, leaf starts] hold."""
+        g, n = self.g, slots.size
+        per_word = g.op("Reshape", g.op("Gather", g.const(sets), cols, axis=1),
+                        g.const([-1, n], np.int64))                          # [words N, trees]
+        with g.scope("first_tree"):
+            first = first_set_bits(g, per_word, n, B, sets.shape[0])
+        if sets.shape[0] * B > features.size:
+            first = g.slice(first, 0, features.size, 1)                     # [N, f]: which tree
+        leaf_at = g.op("GatherElements", cols, g.op("Min", first, g.const(np.int32(n - 1))), axis=1)
+        path = g.op("Gather", g.const(by_start), leaf_at)                  # [N, f, D]
+        # tiled to [1, f, D]: onnxruntime broadcasts along the outer axis only quickly
+        ids = np.repeat(features.astype(np.int32)[None, :, None], by_start.shape[1], 2)
+        depth = g.op("ArgMax", g.cast(g.op("Equal", path, g.const(ids)), TensorProto.UINT8),
+                     axis=2, keepdims=0)
+        # "none" looks up 'never'; its depth lookup adds 0, since the
+        # feature is on no path of these trees, so on none of leaf_at's
+        return g.op("Add", g.op("Gather", g.const(np.r_[slots + 1, self.never]), first), depth)
+
+    def static(self, units):
+        """[R, len(units)] int64: per region, the first static event of each unit."""
+        sc = self.sched
+        col = np.full(self.layout.n_features + self.layout.n_trees + self.layout.n_sv, -1, np.int64)
+        col[units] = np.arange(len(units))
+        out = np.full((sc.n_regions, len(units)), self.never, np.int64)
+        keep = col[sc.ev_unit] >= 0
+        np.minimum.at(out, (sc.ev_region[keep], col[sc.ev_unit[keep]]), sc.ev_slot[keep])
+        return out
+
+    def _static_features(self):
+        """[R, F]: per region, the first static event (a linear input, a
+        kernel) of each feature."""
+        return self.static(np.arange(self.F))
+
+    def first_active(self, per_region, mask, per_row):
+        """Slots per region, [N, R, U] (or a constant [1, R, U] when not
+        ``per_row``) -> [N, U]: the smallest among the row's active regions."""
+        g = self.g
+        if mask is None:
+            one = g.squeeze(per_region, [1])
+            return one if per_row else expand_rows(g, self.X, one)
+        hidden = g.where(g.unsqueeze(mask, [2]), per_region, g.const(self.never))
+        return g.op("ReduceMin", hidden, g.const([1], np.int64), keepdims=0)
+
+    def feature_slots(self, mask):
+        """[N, F] int64: per row, the slot of each feature's first touch."""
+        paths = self.first_touches()
+        with self.g.scope("touch/features", root=True):
+            if paths is None:
+                return self.first_active(self.g.const(self._static_features()[None]), mask, per_row=False)
+            return self.first_active(paths, mask, per_row=True)
+
+    # -- pay: the acquisition order, the running cost, the halt -------------
+    def halt(self, feat_slots, mask, with_budget):
+        """(halting slot [N] int64, cost [N] float64): per row, the slot of
+        the first unit its budget cannot pay (``never`` if none) and what
+        it paid before it.  ``mask`` [N, R] marks the regions on the row's
+        route (None: one route)."""
+        g, t, L = self.g, self.t, self.layout
+        # groups: paid at the first touch of any member, together with it
+        fg = self.m.feature_groups
+        G = len(self.m.groups)
+        group_slots = None
+        if G:
+            with g.scope("touch/groups", root=True):
+                idx = expand_rows(g, self.X, g.const(np.where(fg >= 0, fg, G).astype(np.int64)[None]))
+                group_slots = g.op("ScatterElements", rows_like(g, self.X, self.never, np.int64, (G + 1,)),
+                                   idx, feat_slots, axis=1, reduction="min")
+        # the units with a cost.  A group shares its slot with the member
+        # that pays it and must be paid just before it: groups come first,
+        # and TopK breaks ties by position (the ONNX spec; tested)
+        fc, gc = self.m.feature_costs, self.m.group_costs
+        feats = np.flatnonzero(fc > 0)
+        trees = np.flatnonzero(t.tree_cost[:L.n_trees] > 0)
+        svs = np.flatnonzero(t.sv_cost[:L.n_sv] > 0)
+        groups = np.flatnonzero(gc > 0) if G else np.zeros(0, np.int64)
+        parts = []
+        with g.scope("pay/units", root=True):
+            if groups.size:
+                parts.append(g.gather(group_slots, groups, 1))
+            if feats.size:
+                parts.append(feat_slots if feats.size == self.F else g.gather(feat_slots, feats, 1))
+            others = np.concatenate([L.tree0 + trees, L.sv0 + svs])
+            if others.size:
+                parts.append(self.first_active(g.const(self.static(others)[None]), mask, per_row=False))
+            costs = np.concatenate([gc[groups], fc[feats], t.tree_cost[trees], t.sv_cost[svs]])
+            budget = "budget" if with_budget else None
+            never = rows_like(g, self.X, self.never, np.int64)
+        if parts:
+            with g.scope("pay", root=True):
+                h, cost = self._pay(g.concat(parts, 1), costs.astype(np.float64), budget, never)
+        else:
+            with g.scope("pay", root=True):
+                h, cost = never, rows_like(g, self.X, 0.0, np.float64)
+        if budget is not None:
+            with g.scope("pay/negative_budget", root=True):
+                # a negative budget halts at the very first unit, even a free one
+                first_static = self.static(np.arange(L.n_features + L.n_trees + L.n_sv)).min(1, keepdims=True)
+                first = g.op("Min", g.op("ReduceMin", feat_slots, g.const([1], np.int64), keepdims=0),
+                             g.squeeze(self.first_active(g.const(first_static[None]), mask, per_row=False), [1]))
+                h = g.where(g.op("Less", budget, g.const(np.float64(0))), first, h)
+        return h, cost
+
+    def _pay(self, slots, costs, budget, never):
+        """Per row: the halting slot ('never' if none) and the cost paid
+        before it, as the reference's acquisition order gives them.
+
+        When every partial sum of the costs is exact in float64
+        (``exact_in_any_order``: e.g. integer costs), the order of the
+        additions cannot change the bits, so the whole cost of a row is one
+        reduction, and only the rows whose whole cost exceeds their budget
+        need the sort that finds where they halt."""
+        if not exact_in_any_order(costs):
+            return self._pay_in_order(slots, costs, budget, never)
+        g = self.g
+        with g.scope("total"):
+            touched = g.cast(g.op("Less", slots, g.const(self.never)), F64)
+            total = g.op("ReduceSum", g.op("Mul", touched, g.const(costs[None])), g.const([1], np.int64),
+                         keepdims=0)     # a MatMul with the cost vector took 3x as long
+        if budget is None:
+            return never, total
+        with g.scope("over_budget"):
+            rows = g.op("Reshape", g.op("NonZero", g.op("Greater", total, budget)),
+                        g.const([-1, 1], np.int64))                               # [M, 1]
+
+            def some(x):
+                return g.op("GatherND", x, rows)
+            slots, budget, never_some = some(slots), some(budget), some(never)
+            h, cost = self._pay_in_order(slots, costs, budget, never_some)
+            return g.op("ScatterND", never, rows, h), g.op("ScatterND", total, rows, cost)
+
+    def _pay_in_order(self, slots, costs, budget, never):
+        """Sort a row's paid units by slot, add their costs in that order
+        (float64), and halt at the first unit over the budget.  Returns the
+        halting slot ('never' if none) and the cost paid before it.
+
+        Units never touched (slot ``never``) sort last; their costs enter
+        the running sum only after every touched unit, where they can halt
+        nothing (their slot is never) and are never paid."""
+        g = self.g
+        U = costs.size
+        with g.scope("sort"):
+            sslot, order = g.op("TopK", slots, g.const([U], np.int64), axis=1, largest=0, sorted=1, n_out=2)
+            run = g.cumsum(g.op("Gather", g.const(costs), order), 1)
+        h = never
+        if budget is not None:
+            with g.scope("halt"):
+                over = g.cast(g.op("Greater", run, g.unsqueeze(budget, [1])), TensorProto.INT32)
+                first = g.op("ArgMax", over, axis=1, keepdims=1)
+                hit = g.op("GatherElements", sslot, first, axis=1)
+                any_over = g.cast(g.op("ReduceMax", over, g.const([1], np.int64), keepdims=0), BOOL)
+                h = g.where(any_over, g.squeeze(hit, [1]), never)
+        with g.scope("paid"):
+            n_paid = g.op("ReduceSum", g.cast(g.op("Less", sslot, g.unsqueeze(h, [1])), I64),
+                          g.const([1], np.int64), keepdims=1)
+            at = g.op("Max", g.op("Sub", n_paid, g.const(np.int64(1))), g.const(np.int64(0)))
+            paid = g.squeeze(g.op("GatherElements", run, at, axis=1), [1])
+            cost = g.where(g.op("Greater", g.squeeze(n_paid, [1]), g.const(np.int64(0))), paid,
+                           g.const(np.float64(0)))
+        return h, cost
+
+
+def exact_in_any_order(costs) -> bool:
+    """Whether every sum of a subset of ``costs`` (float64, >= 0) is exact
+    in float64, whatever the order of the additions: all are multiples of
+    the smallest power of two among their denominators, and their total is
+    below 2^53 of those units."""
+    parts = [Fraction(float(c)) for c in costs if c != 0]
+    if not parts:
+        return True
+    unit = max(p.denominator for p in parts)      # a power of two: floats are dyadic
+    return sum(parts) * unit < 2 ** 53

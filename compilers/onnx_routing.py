@@ -1,0 +1,106 @@
+"""The exact ONNX graph's routing: which control checkpoints a row's route
+reaches, and the stage it completes before its halt.
+
+* ``route/…``: cascade exits and classifier-tree branches as per-row
+  boolean masks over regions, from the scorers' raw float32 margins (no
+  per-row Loop or If); ``route/stage`` is the last checkpoint completed.
+"""
+from __future__ import annotations
+
+import numpy as np
+from onnx import TensorProto
+
+from ..ir.codes import EXIT_ABS_GE, EXIT_GE, EXIT_LE, KIND_ANYTIME, KIND_CASCADE, KIND_CTREE
+from .onnx_graph import rows_like
+from .onnx_values import Part, Setup, Values
+
+I64 = TensorProto.INT64
+
+
+class Routing(Part):
+    """Route masks and stages (reads ``Values`` for the margins)."""
+
+    def __init__(self, setup: Setup, values: Values):
+        super().__init__(setup)
+        self.values = values
+
+    def margin(self, c):
+        """[N] float32: the margin control checkpoint c decides on."""
+        t = self.t
+        v = self.values.value(int(t.ctl_scorer[c]))
+        with self.g.scope(f"route/node{c}", root=True):
+            return self.g.squeeze(self.g.gather(v, [int(t.ctl_output[c])], 1), [1])
+
+    def active_regions(self):
+        """[N, C] bool: rows whose route reaches each control checkpoint."""
+        g, t = self.g, self.t
+        C = t.ctl_scorer.shape[0]
+        with g.scope("route", root=True):
+            true = rows_like(g, self.X, True, np.bool_)
+        act = [None] * C
+        act[0] = true
+        if t.top_kind == KIND_CASCADE:
+            for i in range(C - 1):
+                m, thr, rule = self.margin(i), t.ctl_threshold[i], t.ctl_rule[i]
+                with g.scope(f"route/exit{i}", root=True):
+                    if rule == EXIT_LE:
+                        ex = g.op("LessOrEqual", m, g.const(thr))
+                    elif rule == EXIT_GE:
+                        ex = g.op("GreaterOrEqual", m, g.const(thr))
+                    elif rule == EXIT_ABS_GE:
+                        ex = g.op("Or", g.op("GreaterOrEqual", m, g.const(thr)),
+                                  g.op("LessOrEqual", m, g.const(np.float32(-thr))))
+                    else:
+                        act[i + 1] = act[i]
+                        continue
+                    act[i + 1] = g.op("And", act[i], g.op("Not", ex))
+        elif t.top_kind == KIND_ANYTIME:
+            act = [true] * C
+        else:
+            order = [0]
+            for c in order:       # breadth first: parents before children
+                if t.ctl_left[c] < 0:
+                    continue
+                m = self.margin(c)
+                with g.scope(f"route/branch{c}", root=True):
+                    go_left = g.op("LessOrEqual", m, g.const(t.ctl_threshold[c]))
+                    act[t.ctl_left[c]] = g.op("And", act[c], go_left)
+                    act[t.ctl_right[c]] = g.op("And", act[c], g.op("Not", go_left))
+                order += [int(t.ctl_left[c]), int(t.ctl_right[c])]
+            # nodes off every route never run
+            with g.scope("route", root=True):
+                act = [a if a is not None else rows_like(g, self.X, False, np.bool_) for a in act]
+        with g.scope("route", root=True):
+            return g.concat([g.unsqueeze(a, [1]) for a in act], 1)
+
+    def stage(self, h, h_col, mask):
+        """[N] int64: the last checkpoint completed before the halting slot
+        ``h`` ([N], and ``h_col`` [N, 1]): the furthest along the route."""
+        g, t, sched = self.g, self.t, self.sched
+        with g.scope("route/stage", root=True):
+            if mask is None:
+                # one route, checkpoints in slot order: look the count up by slot
+                done_by = np.searchsorted(np.sort(sched.cp_end), np.arange(self.never + 1), side="right")
+                return g.op("Gather", g.const(done_by - 1), h)
+            done = g.op("And", g.op("GreaterOrEqual", h_col, g.const(sched.cp_end[None])),
+                        g.gather(mask, sched.cp_region, 1))
+            if t.top_kind == KIND_CTREE:
+                key = g.where(done, g.const(sched.cp_order.astype(np.int32)[None]), g.const(np.int32(-1)))
+                best = g.op("ArgMax", key, axis=1, keepdims=0)
+                any_done = g.op("GreaterOrEqual", g.op("ReduceMax", key, g.const([1], np.int64), keepdims=0),
+                                g.const(np.int32(0)))
+                return g.where(any_done, best, g.const(np.int64(-1)))
+            # checkpoints complete in order: count them
+            n_done = g.op("ReduceSum", g.cast(done, I64), g.const([1], np.int64), keepdims=0)
+            return g.op("Sub", n_done, g.const(np.int64(1)))
+
+    def scores(self, stage):
+        """[N, K] float32: the value of the stage each row completed (the
+        prior before any)."""
+        g = self.g
+        vals = self.values.checkpoint_values()
+        K = int(self.m.task.n_outputs)
+        with g.scope("route/scores", root=True):
+            pick = g.op("Expand", g.unsqueeze(g.op("Add", stage, g.const(np.int64(1))), [1, 2]),
+                        g.concat([g.op("Shape", stage), g.const([1, K], np.int64)], 0))
+            return g.squeeze(g.op("GatherElements", vals, pick, axis=1), [1])
