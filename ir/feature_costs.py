@@ -159,6 +159,15 @@ class FeatureCosts:
                 "group_costs": self.group_costs.tolist(), "names": list(self.names),
                 "group_names": list(self.group_names)}
 
+    def __eq__(self, other):
+        if not isinstance(other, FeatureCosts):
+            return NotImplemented
+        return (self.names == other.names and self.group_names == other.group_names
+                and np.array_equal(self.costs, other.costs) and np.array_equal(self.groups, other.groups)
+                and np.array_equal(self.group_costs, other.group_costs))
+
+    __hash__ = None   # mutable-looking arrays inside: not a dict key
+
     def __repr__(self):
         return (f"FeatureCosts({self.n_features} features, {self.group_costs.shape[0]} groups, "
                 f"total {float(self.costs.sum() + self.group_costs.sum()):g})")

@@ -31,9 +31,6 @@ def _load_rows(path, n_features):
     return M.astype(np.float32)
 
 
-TRAINERS = ("greedy-miser", "gbrt", "early-exit")
-
-
 def _load_training(path, fmt, costs):
     from .datasets import load_csv, load_svmlight
     fmt = fmt or ("svmlight" if path.endswith((".svm", ".svmlight", ".libsvm", ".txt")) else "csv")
@@ -43,23 +40,27 @@ def _load_training(path, fmt, costs):
         raise CLIError(f"{e.filename or path}: no such file") from None
 
 
+def _trainer_params(est, args, ds):
+    """The command-line options this estimator has a parameter for."""
+    given = dict(n_estimators=args.trees, max_depth=args.depth, learning_rate=args.learning_rate,
+                 cost_tradeoff=args.cost_tradeoff, threshold=args.exit_threshold,
+                 feature_costs=ds.costs, random_state=args.seed, verbose=1)
+    own = est.get_params()
+    return {k: v for k, v in given.items() if k in own}
+
+
 def cmd_train(args):
     from . import ir
-    from .trainers import EarlyExitClassifier, GreedyMiserClassifier, GreedyMiserRegressor
+    from .trainers import TRAINERS
     ds = _load_training(args.data, args.format, args.costs)
     task = args.task or ("classification" if ds.y.dtype.kind in "iu" and len(np.unique(ds.y)) <= 50
                          else "regression")
-    params = dict(n_estimators=args.trees, max_depth=args.depth, learning_rate=args.learning_rate,
-                  cost_tradeoff=0.0 if args.trainer == "gbrt" else args.cost_tradeoff,
-                  feature_costs=ds.feature_costs, feature_groups=ds.feature_groups,
-                  group_costs=ds.group_costs, feature_names=ds.feature_names,
-                  group_names=ds.group_names, random_state=args.seed, verbose=1)
-    if args.trainer == "early-exit":
-        if task != "classification":
-            raise CLIError("early-exit needs a classification task")
-        est = EarlyExitClassifier(threshold=args.exit_threshold, **params)
-    else:
-        est = (GreedyMiserClassifier if task == "classification" else GreedyMiserRegressor)(**params)
+    spec = TRAINERS[args.trainer]
+    try:
+        est = spec.estimator(task)
+    except ValueError as e:
+        raise CLIError(f"{args.trainer}: {e}") from None
+    est = spec.estimator(task, **_trainer_params(est, args, ds))
     eval_set = None
     if args.valid:
         v = _load_training(args.valid, args.format, args.costs)
@@ -67,8 +68,9 @@ def cmd_train(args):
     est.fit(ds.X, ds.y, eval_set=eval_set)
     model = est.to_ir()
     ir.save(model, args.output)
-    print(f"trained {args.trainer} ({task}): {est.n_estimators_} rounds, static cost "
-          f"{model.static_cost():g}, training score {est.score(ds.X, ds.y):.4f}")
+    rounds = getattr(est, "n_estimators_", None)
+    print(f"trained {args.trainer} ({task}): " + (f"{rounds} rounds, " if rounds is not None else "")
+          + f"static cost {model.static_cost():g}, training score {est.score(ds.X, ds.y):.4f}")
     print(f"wrote {args.output}")
 
 
@@ -80,14 +82,14 @@ def cmd_plot(args):
         m = _load_model(args.model)
         print(plot_feature_costs(m, _load_rows(args.data, m.n_features), args.output))
         return
-    from .trainers import cost_accuracy_curve
+    from .trainers import GreedyMiserClassifier, cost_accuracy_curve
     ds = _load_training(args.data, args.format, args.costs)
     train, test = ds.split(0.3, seed=0)
     train, val = train.split(0.25, seed=1)
     lambdas = [float(v) for v in args.lambdas.split(",")]
-    rows = cost_accuracy_curve(train.X, train.y, val.X, val.y, test.X, test.y, lambdas=lambdas,
-                               n_estimators=args.trees, feature_costs=ds.feature_costs,
-                               feature_groups=ds.feature_groups, group_costs=ds.group_costs)
+    est = GreedyMiserClassifier(n_estimators=args.trees, feature_costs=ds.costs)
+    rows = cost_accuracy_curve(est, {"cost_tradeoff": lambdas}, train.X, train.y, val.X, val.y,
+                               test.X, test.y, label="Greedy Miser")
     print(plot_cost_accuracy({"Greedy Miser": rows}, args.output))
 
 
@@ -148,6 +150,11 @@ def cmd_demo(args):
     run_demo(out_dir=args.out, quick=args.quick)
 
 
+def _trainer_names():
+    from .trainers import TRAINERS
+    return sorted(TRAINERS)
+
+
 def build_parser():
     p = argparse.ArgumentParser(
         prog="skinflint",
@@ -165,13 +172,13 @@ def build_parser():
     s.add_argument("--budget", type=float, default=None, help="per-row cost budget")
     s.set_defaults(func=cmd_predict)
     s = sub.add_parser("train", help="train a cost-sensitive model from CSV/svmlight and a cost file",
-                       description="Train Greedy Miser (or plain GBRT, or Early Exit) and write the "
-                                   "model as JSON. Costs come from a CSV 'name,cost,group' (rows named "
+                       description="Train a cost-sensitive model (--trainer; options a trainer "
+                                   "has no parameter for are ignored) and write it as JSON. Costs come from a CSV 'name,cost,group' (rows named "
                                    "'group:G' give group costs); without one every feature costs 1.")
     s.add_argument("--data", required=True, help="training rows, label in the last column (CSV) or svmlight")
     s.add_argument("--format", choices=["csv", "svmlight"], help="default: by file extension")
     s.add_argument("--costs", help="feature-cost CSV (name,cost,group)")
-    s.add_argument("--trainer", choices=TRAINERS, default="greedy-miser")
+    s.add_argument("--trainer", choices=_trainer_names(), default="greedy-miser")
     s.add_argument("--task", choices=["classification", "regression"], help="default: from the labels")
     s.add_argument("--lambda", dest="cost_tradeoff", type=float, default=1e-3,
                    help="cost trade-off: mean per-row loss reduction one unit of cost must buy")

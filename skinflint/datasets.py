@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .ir import Feature, Group
+from .ir import Feature, FeatureCosts, Group
 
 
 @dataclass
@@ -42,6 +42,13 @@ class Dataset:
     def features(self) -> list:
         return [Feature(str(n), float(c), None if g < 0 else int(g))
                 for n, c, g in zip(self.feature_names, self.feature_costs, self.feature_groups)]
+
+    @property
+    def costs(self) -> FeatureCosts:
+        """The dataset's costs as one ``FeatureCosts`` (pass it to any
+        estimator as ``feature_costs``)."""
+        return FeatureCosts.from_arrays(self.feature_costs, self.feature_groups, self.group_costs,
+                                        self.feature_names, self.group_names)
 
     def groups(self) -> list:
         return [Group(str(n), float(c)) for n, c in zip(self.group_names, self.group_costs)]
@@ -156,12 +163,8 @@ def load_breast_cancer() -> Dataset:
     """scikit-learn's Wisconsin breast cancer data (569 x 30, binary), with
     synthetic costs: each of the 10 nucleus measurements is a group whose
     cost is paid once (segmenting and measuring every nucleus); each of its 3
-    statistics (mean, standard error, worst) then costs 0.1.  Needs the
-    ``sklearn`` extra."""
-    try:
-        from sklearn.datasets import load_breast_cancer as _load
-    except ImportError:
-        raise ImportError("load_breast_cancer needs scikit-learn: pip install 'skinflint[sklearn]'") from None
+    statistics (mean, standard error, worst) then costs 0.1."""
+    from sklearn.datasets import load_breast_cancer as _load
     d = _load()
     names = [str(n) for n in d.feature_names]
     group_names = list(BREAST_CANCER_MEASUREMENTS)
@@ -289,58 +292,24 @@ def load_svmlight(path, *, n_features=None, costs=None) -> Dataset:
     return apply_costs(ds, load_costs(costs)) if costs is not None else ds
 
 
-@dataclass
-class CostTable:
-    names: list
-    costs: np.ndarray
-    groups: list          # group name or "" per feature
-    group_costs: dict
+def load_costs(path) -> FeatureCosts:
+    """Feature-cost CSV with header ``name,cost,group``; a row named
+    ``group:G`` sets the cost of group G (``FeatureCosts.from_csv``)."""
+    return FeatureCosts.from_csv(path)
 
 
-def load_costs(path) -> CostTable:
-    """Feature-cost CSV with header ``name,cost,group``.  A row named
-    ``group:G`` sets the cost of group G; ``group`` may be empty."""
-    names, costs, groups, gcost = [], [], [], {}
-    with open(path, newline="") as fh:
-        reader = csv.DictReader(fh)
-        if reader.fieldnames is None or not {"name", "cost"} <= set(f.strip() for f in reader.fieldnames):
-            raise ValueError(f"{path}: expected a header 'name,cost,group'")
-        for ln, row in enumerate(reader, 2):
-            row = {k.strip(): (v or "").strip() for k, v in row.items() if k}
-            try:
-                c = float(row["cost"])
-            except ValueError:
-                raise ValueError(f"{path}: line {ln}: cost {row['cost']!r} is not a number") from None
-            if not math.isfinite(c) or c < 0:
-                raise ValueError(f"{path}: line {ln}: cost {c} must be finite and >= 0")
-            if row["name"].startswith("group:"):
-                gcost[row["name"][6:]] = c
-            else:
-                names.append(row["name"]), costs.append(c), groups.append(row.get("group", ""))
-    missing = sorted({g for g in groups if g and g not in gcost})
-    if missing:
-        raise ValueError(f"{path}: groups without a 'group:NAME' cost row: {', '.join(missing)}")
-    return CostTable(names, np.array(costs), groups, gcost)
-
-
-def apply_costs(ds: Dataset, table: CostTable) -> Dataset:
-    """Attach a cost table to a dataset, matching by name (or by position when
-    the dataset's columns are unnamed f0, f1, ...)."""
+def apply_costs(ds: Dataset, costs: FeatureCosts) -> Dataset:
+    """Attach costs to a dataset, matching by name (or by position when the
+    dataset's columns are unnamed f0, f1, ...)."""
     F = ds.X.shape[1]
-    if len(table.names) != F:
-        raise ValueError(f"cost file lists {len(table.names)} features but the data have {F} columns")
-    generic = ds.feature_names == [f"f{i}" for i in range(F)]
-    if not generic and sorted(table.names) != sorted(ds.feature_names):
-        extra = sorted(set(table.names) - set(ds.feature_names))
-        lack = sorted(set(ds.feature_names) - set(table.names))
-        raise ValueError(f"cost file does not match the data columns (not in data: {extra[:5]}, "
-                         f"no cost: {lack[:5]})")
-    order = list(range(F)) if generic else [table.names.index(n) for n in ds.feature_names]
-    gnames = sorted(table.group_costs)
-    groups = np.array([gnames.index(table.groups[o]) if table.groups[o] else -1 for o in order], np.int32)
-    return Dataset(ds.X, ds.y, [table.names[o] for o in order] if generic else ds.feature_names,
-                   table.costs[order], groups, gnames, np.array([table.group_costs[g] for g in gnames]),
-                   ds.description)
+    if costs.n_features != F:
+        raise ValueError(f"cost file lists {costs.n_features} features but the data have {F} columns")
+    generic = list(ds.feature_names) == [f"f{i}" for i in range(F)]
+    if not generic:
+        costs = costs.reordered(ds.feature_names)
+    return Dataset(ds.X, ds.y, list(costs.names), np.array(costs.costs),
+                   np.array(costs.groups, np.int32), list(costs.group_names),
+                   np.array(costs.group_costs), ds.description)
 
 
 def _is_number(s):

@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import time
 
-import numpy as np
 
 LAMBDAS = (0.0, 3e-4, 1e-3, 1.5e-3, 2e-3, 3e-3)
 
@@ -31,8 +30,7 @@ def run_demo(out_dir="skinflint-demo", quick=False):
     import onnx
     from .compilers.c import compile_c
     from .compilers.onnx import compile_onnx
-    from .runtimes.reference import predict
-    from .trainers import EarlyExitClassifier, cost_accuracy_curve, format_table
+    from .trainers import EarlyExitClassifier, GreedyMiserClassifier, cost_accuracy_curve, format_table
     from .verify import verify
     t0 = time.perf_counter()
     os.makedirs(out_dir, exist_ok=True)
@@ -42,21 +40,18 @@ def run_demo(out_dir="skinflint-demo", quick=False):
     print(f"[1/5] {name}: {len(train.y)} train / {len(val.y)} validation / {len(test.y)} test rows, "
           f"{ds.X.shape[1]} features in {len(ds.group_names)} cost groups "
           f"(all features up front cost {ds.feature_costs.sum() + ds.group_costs.sum():g})")
-    params = dict(n_estimators=40 if quick else 150, max_depth=4, feature_costs=ds.feature_costs,
-                  feature_groups=ds.feature_groups, group_costs=ds.group_costs,
-                  feature_names=ds.feature_names, group_names=ds.group_names, random_state=0)
+    params = dict(n_estimators=40 if quick else 150, max_depth=4, feature_costs=ds.costs, random_state=0)
     lambdas = (0.0, 1e-3) if quick else LAMBDAS
     print(f"[2/5] training GBRT and Greedy Miser at lambda = {', '.join(f'{l:g}' for l in lambdas)}"
           " (trees chosen on validation), and Early Exit")
-    rows = cost_accuracy_curve(train.X, train.y, val.X, val.y, test.X, test.y, lambdas=lambdas, **params)
-    ee_rows = []
-    for s in ((2.0,) if quick else (1.0, 2.0, 4.0)):
-        ee = EarlyExitClassifier(threshold=s, verbose=0, **params).fit(train.X, train.y)
-        m = ee.to_ir()
-        p = predict(m, test.X)
-        ee_rows.append(dict(method=f"Early Exit (s={s:g})", n_iterations=ee.n_estimators_,
-                            accuracy=float(np.mean(p.output == test.y)), mean_cost=float(p.cost.mean()),
-                            static_cost=m.static_cost(), n_features=int(len(m.features_used())), model=m))
+    split = (train.X, train.y, val.X, val.y, test.X, test.y)
+    rows = cost_accuracy_curve(GreedyMiserClassifier(**params), {"cost_tradeoff": lambdas[:1]}, *split,
+                               label="GBRT")
+    rows += cost_accuracy_curve(GreedyMiserClassifier(**params), {"cost_tradeoff": lambdas[1:]}, *split,
+                                label="Greedy Miser")
+    ee_rows = cost_accuracy_curve(EarlyExitClassifier(**params),
+                                  {"threshold": (2.0,) if quick else (1.0, 2.0, 4.0)}, *split,
+                                  label="Early Exit", choose_rounds=False)
     print(format_table(rows + ee_rows))
     base = rows[0]
     ok = [r for r in rows if r["accuracy"] >= base["accuracy"] - 0.01]

@@ -20,7 +20,7 @@ import inspect
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from .. import ir
 from ..ir.feature_costs import FeatureCosts
@@ -51,10 +51,15 @@ class _CostSensitiveEstimator(BaseEstimator):
         return tags
 
     def __getstate__(self):
-        # the compiled runtime is a cache, rebuilt from model_ on demand
+        # the compiled runtime is a cache, rebuilt from model_
         state = dict(self.__dict__)
         state.pop("_runtime", None)
         return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        if "model_" in state:
+            self._set_model(self.model_)
 
     # ------------------------------------------------------------ inputs
     def _validate_X(self, X, *, reset):
@@ -73,6 +78,16 @@ class _CostSensitiveEstimator(BaseEstimator):
         if np.isinf(X).any():
             raise ValueError("X: contains infinity; use NaN for missing values")
         return X, y
+
+    @staticmethod
+    def _validate_sample_weight(sample_weight, X):
+        """float64 weights [N]: ones when None; finite, >= 0, not all zero."""
+        w = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
+        if not np.all(np.isfinite(w)):
+            raise ValueError("sample_weight: expected finite weights")
+        if not np.any(w > 0):
+            raise ValueError("sample_weight: weights must contain at least one non-zero number")
+        return w
 
     def _cost_spec(self, n_features) -> FeatureCosts:
         """The estimator's ``feature_costs`` / ``feature_groups`` /
@@ -110,17 +125,16 @@ class _CostSensitiveEstimator(BaseEstimator):
     # ------------------------------------------------------------ the model
     def _set_model(self, model: ir.Model):
         """Install the fitted IR model: every prediction comes from it."""
+        from ..runtimes.reference import ReferenceRuntime
         self.model_ = model
         self.static_cost_ = model.static_cost()
-        self._runtime = None
+        # built here, not on first predict: predicting must not change the estimator
+        self._runtime = ReferenceRuntime(model)
         return self
 
     def _prediction(self, X, budget=None):
         check_is_fitted(self, "model_")
         X = self._validate_X(X, reset=False)
-        if getattr(self, "_runtime", None) is None:
-            from ..runtimes.reference import ReferenceRuntime
-            self._runtime = ReferenceRuntime(self.model_)
         return self._runtime.predict(X, budget)
 
     def to_ir(self) -> ir.Model:  # pragma: no cover - every trainer overrides it
@@ -148,7 +162,16 @@ class _CostSensitiveEstimator(BaseEstimator):
 
 
 class CostSensitiveClassifier(ClassifierMixin, _CostSensitiveEstimator):
-    """Base of the cost-sensitive classifiers."""
+    """Base of the cost-sensitive classifiers.  A subclass whose algorithm
+    is binary only sets ``_binary_only = True``: more classes then get a
+    clear error, and scikit-learn's checks know it."""
+
+    _binary_only = False
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = not self._binary_only
+        return tags
 
     def _encode_labels(self, y, *, reset=True):
         """Class indices of ``y``; with ``reset`` sets ``classes_``."""
@@ -159,6 +182,10 @@ class CostSensitiveClassifier(ClassifierMixin, _CostSensitiveEstimator):
             if len(self.classes_) < 2:
                 raise ValueError(f"y: a classifier needs samples of at least 2 classes in the data, "
                                  f"but the data contain only one class: {self.classes_[0]!r}")
+            if self._binary_only and len(self.classes_) > 2:
+                raise ValueError(f"{type(self).__name__}: Only binary classification is supported. "
+                                 f"y has {len(self.classes_)} classes; use GreedyMiserClassifier "
+                                 "for multiclass problems")
         idx = np.searchsorted(self.classes_, y)
         inside = idx < len(self.classes_)
         if not inside.all() or np.any(self.classes_[np.minimum(idx, len(self.classes_) - 1)] != y):

@@ -1,50 +1,107 @@
-"""The cost/accuracy trade-off of Greedy Miser over a grid of lambda.
+"""Cost/accuracy trade-off curves for any trainer.
 
-``cost_accuracy_curve`` trains one model per lambda, picks the number of
-boosting rounds with the best validation score (as the thesis does, the
-red circles of Fig. 2.2), and reports test accuracy, mean lazy cost per row
-and static cost of the truncated model.
+``cost_accuracy_curve`` fits one model per point of a parameter grid (lambda
+for Greedy Miser, the exit threshold for Early Exit, ...), chooses what the
+validation rows say (for boosted ensembles the number of rounds, as the
+thesis does: the red circles of Fig. 2.2), and reports test accuracy, mean
+lazy cost per row and static cost of the exported IR model on the reference
+runtime.
 """
 from __future__ import annotations
 
 import numpy as np
+from sklearn.base import clone, is_regressor
+from sklearn.model_selection import ParameterGrid
 from tqdm.auto import tqdm
 
 from ..runtimes.reference import predict
-from .greedy_miser import GreedyMiserClassifier
-
-DEFAULT_LAMBDAS = (0.0, 1e-4, 3e-4, 1e-3, 3e-3, 1e-2)
 
 
-def _score(y, pred):
-    if pred.dtype.kind == "f" and np.asarray(y).dtype.kind == "f":
-        return -float(np.mean((pred - y) ** 2))
+def _score(y, pred, regression):
+    if regression:
+        return -float(np.mean((pred - np.asarray(y, np.float64)) ** 2))
     return float(np.mean(pred == y))
 
 
-def cost_accuracy_curve(X_train, y_train, X_val, y_val, X_test, y_test, *, lambdas=DEFAULT_LAMBDAS,
-                        estimator=GreedyMiserClassifier, verbose=1, **params) -> list[dict]:
-    """One row per lambda: lambda, n_iterations (chosen on validation),
-    accuracy (test; negative MSE for regression), mean_cost, static_cost,
-    n_features, and the fitted ``model`` (IR, truncated)."""
+def _label(estimator, params, label):
+    name = label or type(estimator).__name__.replace("Classifier", "").replace("Regressor", "")
+    if not params:
+        return name
+    return f"{name} ({', '.join(f'{_short(k)}={v:g}' if isinstance(v, (int, float)) else f'{_short(k)}={v}' for k, v in params.items())})"
+
+
+def _short(param):
+    return {"cost_tradeoff": "lambda", "threshold": "s"}.get(param, param)
+
+
+def _best_rounds(est, X_val, y_val, regression):
+    """The number of rounds with the best validation score, from the staged
+    float32 scores (bit-equal to the IR's prefix sums: tested)."""
+    staged = getattr(est, "staged_predict", None)
+    if staged is None or not hasattr(est, "n_estimators_"):
+        return None
+    val = [_score(y_val, p, regression) for p in staged(X_val)]
+    return int(np.argmax(val)) + 1
+
+
+def cost_accuracy_curve(estimator, param_grid, X_train, y_train, X_val, y_val, X_test, y_test, *,
+                        label=None, choose_rounds=True, verbose=1) -> list[dict]:
+    """One row per point of ``param_grid``.
+
+    Parameters
+    ----------
+    estimator : a skinflint estimator (unfitted)
+        The prototype; each point fits a clone with the point's parameters.
+    param_grid : dict or list of dicts
+        As scikit-learn's ``ParameterGrid``, e.g. ``{"cost_tradeoff": [0, 1e-3]}``.
+    X_train, y_train, X_val, y_val, X_test, y_test : arrays
+        Fit on train, choose on validation, report on test.
+    label : str, optional
+        Name of the method in the rows (default: the estimator's class name).
+    choose_rounds : bool, default True
+        For boosted estimators (with ``staged_predict``), keep the number of
+        rounds with the best validation accuracy (negative MSE for
+        regressors).
+    verbose : int, default 1
+        A progress bar over the grid.
+
+    Returns
+    -------
+    list of dict
+        ``method`` (label and parameters), ``estimator`` (class name),
+        ``params``, ``lam`` (``cost_tradeoff`` where the grid sets it),
+        ``n_iterations`` (rounds kept, or None), ``accuracy`` (test; negative
+        MSE for regression), ``mean_cost`` (lazy, per row), ``static_cost``,
+        ``n_features`` and ``model``, the IR model all of them come from.
+    """
+    regression = is_regressor(estimator)
     rows = []
-    for lam in tqdm(lambdas, disable=not verbose, desc="lambda sweep", leave=False):
-        est = estimator(cost_tradeoff=lam, verbose=0, **params).fit(X_train, y_train)
-        val = [_score(y_val, p) for p in est.staged_predict(X_val)]
-        best = int(np.argmax(val)) + 1
-        model = est.to_ir(best)
+    for params in tqdm(list(ParameterGrid(param_grid)), disable=not verbose, desc="cost/accuracy curve",
+                       leave=False):
+        est = clone(estimator).set_params(**params)
+        if "verbose" in est.get_params():
+            est.set_params(verbose=0)
+        est.fit(X_train, y_train)
+        rounds = _best_rounds(est, X_val, y_val, regression) if choose_rounds else None
+        model = est.to_ir(rounds) if rounds is not None else est.to_ir()
         p = predict(model, X_test)
-        rows.append(dict(method=f"Greedy Miser (lambda={lam:g})" if lam else "GBRT (lambda=0)",
-                         lam=float(lam), n_iterations=best, accuracy=_score(y_test, p.output),
-                         mean_cost=float(p.cost.mean()), static_cost=model.static_cost(),
-                         n_features=int(len(model.features_used())), model=model))
+        rows.append(dict(method=_label(estimator, params, label), estimator=type(est).__name__,
+                         params=params, lam=float(params.get("cost_tradeoff", est.get_params().get(
+                             "cost_tradeoff", 0.0)) or 0.0),
+                         n_iterations=rounds if rounds is not None else getattr(est, "n_estimators_", None),
+                         accuracy=_score(y_test, p.output, regression), mean_cost=float(p.cost.mean()),
+                         static_cost=model.static_cost(), n_features=int(len(model.features_used())),
+                         model=model))
     return rows
 
 
 def format_table(rows) -> str:
-    head = f"{'model':<32} {'trees':>6} {'accuracy':>9} {'mean cost/row':>14} {'static cost':>12} {'features':>9}"
+    """The rows of one or more curves as an aligned text table."""
+    width = max([32] + [len(r["method"]) for r in rows])
+    head = f"{'model':<{width}} {'trees':>6} {'accuracy':>9} {'mean cost/row':>14} {'static cost':>12} {'features':>9}"
     lines = [head]
     for r in rows:
-        lines.append(f"{r['method']:<32} {r['n_iterations']:>6} {r['accuracy']:>9.4f} "
+        trees = "" if r.get("n_iterations") is None else r["n_iterations"]
+        lines.append(f"{r['method']:<{width}} {trees:>6} {r['accuracy']:>9.4f} "
                      f"{r['mean_cost']:>14.2f} {r['static_cost']:>12.2f} {r['n_features']:>9}")
     return "\n".join(lines)

@@ -51,15 +51,14 @@ class EarlyExitClassifier(GreedyMiserClassifier):
         self.exit_every = exit_every
         self.threshold = threshold
 
+    _binary_only = True
+
     def fit(self, X, y, sample_weight=None, eval_set=None):
         """As ``GreedyMiserClassifier.fit``; binary labels only."""
         if not (isinstance(self.exit_every, (int, np.integer)) and self.exit_every >= 1):
             raise ValueError(f"exit_every must be a positive integer, got {self.exit_every!r}")
         if not self.threshold >= 0:
             raise ValueError(f"threshold must be >= 0, got {self.threshold!r}")
-        if len(np.unique(np.asarray(y))) > 2:
-            raise ValueError("EarlyExitClassifier supports binary classification; "
-                             "use GreedyMiserClassifier for more classes")
         return super().fit(X, y, sample_weight, eval_set)
 
     def to_ir(self, n_iterations=None) -> ir.Model:

@@ -161,9 +161,7 @@ class _GreedyMiserMixin:
         X, y = self._validate_X_y(X, y)
         N, F = X.shape
         costs = self._cost_spec(F)
-        w = np.ones(N) if sample_weight is None else np.asarray(sample_weight, np.float64)
-        if w.shape != (N,) or np.any(w < 0) or not np.all(np.isfinite(w)):
-            raise ValueError("sample_weight: expected N finite, non-negative weights")
+        w = self._validate_sample_weight(sample_weight, X)
         rng = np.random.default_rng(self.random_state)
         target = self._encode_target(y, reset=True)
         loss = self._make_loss()

@@ -39,9 +39,10 @@ def test_early_exit_rejects_bad_parameters():
 def test_cost_accuracy_curve_trades_accuracy_for_cost():
     tr, te = datasets.make_cheap_vs_exact(3000, seed=2).split(0.3, seed=0)
     tr, va = tr.split(0.3, seed=1)
-    rows = cost_accuracy_curve(tr.X, tr.y, va.X, va.y, te.X, te.y, lambdas=(0.0, 1e-3), verbose=0,
-                               n_estimators=40, max_depth=3, feature_costs=tr.feature_costs,
-                               random_state=0)
+    est = GreedyMiserClassifier(n_estimators=40, max_depth=3, feature_costs=tr.feature_costs,
+                                random_state=0)
+    rows = cost_accuracy_curve(est, {"cost_tradeoff": [0.0, 1e-3]}, tr.X, tr.y, va.X, va.y, te.X, te.y,
+                               label="Greedy Miser", verbose=0)
     assert [r["lam"] for r in rows] == [0.0, 1e-3]
     assert rows[1]["static_cost"] < rows[0]["static_cost"]
     for r in rows:
@@ -50,6 +51,22 @@ def test_cost_accuracy_curve_trades_accuracy_for_cost():
         p = predict(r["model"], te.X)
         assert np.mean(p.output == te.y) == pytest.approx(r["accuracy"])
     assert "Greedy Miser (lambda=0.001)" in format_table(rows)
+
+
+def test_cost_accuracy_curve_sweeps_the_early_exit_threshold():
+    tr, te = datasets.make_cheap_vs_exact(2000, seed=2).split(0.3, seed=0)
+    tr, va = tr.split(0.3, seed=1)
+    est = EarlyExitClassifier(n_estimators=30, max_depth=3, exit_every=5, tree_eval_cost=1.0,
+                              feature_costs=tr.feature_costs, random_state=0)
+    rows = cost_accuracy_curve(est, {"threshold": [0.25, 1e30]}, tr.X, tr.y, va.X, va.y, te.X, te.y,
+                               label="Early Exit", choose_rounds=False, verbose=0)
+    assert [r["method"] for r in rows] == ["Early Exit (s=0.25)", "Early Exit (s=1e+30)"]
+    # nobody reaches s=1e30: every row pays all 30 trees; s=0.25 lets rows out early
+    assert rows[0]["mean_cost"] < rows[1]["mean_cost"]
+    for r in rows:
+        p = predict(r["model"], te.X)
+        assert r["mean_cost"] == pytest.approx(float(p.cost.mean()))
+        assert r["model"].nodes[r["model"].output].kind == "cascade"
 
 
 def test_plots_write_pngs(tmp_path):

@@ -1,0 +1,73 @@
+"""Every trainer the CLI, the demo and the curve helper can name.
+
+Adding a trainer is one ``TrainerSpec`` in ``TRAINERS``: its command-line
+name, its estimator classes, the parameter a cost/accuracy curve sweeps and
+that parameter's default grid, and small settings for the test suite.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .early_exit import EarlyExitClassifier
+from .greedy_miser import GreedyMiserClassifier, GreedyMiserRegressor
+
+
+@dataclass(frozen=True)
+class TrainerSpec:
+    """One trainer as the tools see it.
+
+    name : the ``skinflint train --trainer`` name.
+    label : how tables and plots name it.
+    classifier, regressor : estimator classes (None where the task does not fit).
+    sweep : the parameter ``cost_accuracy_curve`` sweeps to trade cost for
+        accuracy (lambda for Greedy Miser, the exit threshold for Early Exit).
+    grid : that parameter's default values.
+    fixed : parameters this entry always sets (GBRT is Greedy Miser at lambda 0).
+    test_params : small settings that keep the conformance suite fast.
+    choose_rounds : whether a curve keeps the number of boosting rounds that
+        validation prefers (not for cascades, whose stages are not rounds).
+    """
+    name: str
+    label: str
+    classifier: type | None
+    regressor: type | None
+    sweep: str
+    grid: tuple
+    fixed: dict = field(default_factory=dict)
+    test_params: dict = field(default_factory=dict)
+    choose_rounds: bool = True
+
+    @property
+    def classes(self) -> tuple:
+        return tuple(c for c in (self.classifier, self.regressor) if c is not None)
+
+    def estimator(self, task="classification", **params):
+        """A new estimator for ``task`` with ``params`` over ``fixed``."""
+        cls = self.classifier if task == "classification" else self.regressor
+        if cls is None:
+            raise ValueError(f"trainer {self.name!r} has no {task} estimator")
+        return cls(**{**params, **self.fixed})
+
+
+_FAST_TREES = dict(n_estimators=10, max_depth=3, min_samples_leaf=5, verbose=0, random_state=0)
+
+TRAINERS = {s.name: s for s in [
+    TrainerSpec("greedy-miser", "Greedy Miser", GreedyMiserClassifier, GreedyMiserRegressor,
+                "cost_tradeoff", (0.0, 1e-4, 3e-4, 1e-3, 3e-3, 1e-2), test_params=_FAST_TREES),
+    TrainerSpec("gbrt", "GBRT", GreedyMiserClassifier, GreedyMiserRegressor, "n_estimators",
+                (25, 50, 100), fixed=dict(cost_tradeoff=0.0), test_params=_FAST_TREES),
+    TrainerSpec("early-exit", "Early Exit", EarlyExitClassifier, None, "threshold",
+                (0.5, 1.0, 2.0, 4.0), test_params=dict(_FAST_TREES, exit_every=3), choose_rounds=False),
+]}
+
+
+def _distinct_classes():
+    seen = {}
+    for spec in TRAINERS.values():
+        for cls in spec.classes:
+            seen.setdefault(cls, spec)
+    return seen
+
+
+# estimator class -> the first spec that names it (the conformance suite tests each class once)
+ESTIMATORS = _distinct_classes()
