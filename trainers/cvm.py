@@ -36,7 +36,7 @@ from .. import ir
 from .base import CostSensitiveClassifier
 from .gradient_svs import lars_select, move_support_vectors, prefix_order, ridge_refit
 from .kernel_math import kernel_matrix
-from .kernel_svm import KernelSVMClassifier, kernel_node, svm_task, transform
+from .kernel_svm import KernelSVMClassifier, _WrapsSVM, kernel_node, svm_task, transform
 
 DEFAULT_C = (1.0, 10.0, 100.0)
 
@@ -62,7 +62,7 @@ def sv_labels(beta, decision):
     return np.where(beta != 0, np.sign(beta), np.where(decision > 0, 1.0, -1.0))
 
 
-class _CompressedSVM(CostSensitiveClassifier):
+class _CompressedSVM(_WrapsSVM, CostSensitiveClassifier):
     """What CVM and LARS-SVM share: the full SVM, the selection, the export."""
 
     _moves = True

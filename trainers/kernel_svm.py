@@ -315,6 +315,17 @@ class KernelSVMClassifier(CostSensitiveClassifier):
                               n_support=int(self.n_support_), C=self.C_, gamma=self.gamma_)
 
 
+class _WrapsSVM:
+    """Mixin for trainers with an ``svm`` parameter (a fitted full SVM): the
+    model's metadata records that SVM's parameters, not the object."""
+
+    def _json_params(self):
+        params = super()._json_params()
+        if params.get("svm") is not None:
+            params["svm"] = {type(self.svm).__name__: self.svm._json_params()}
+        return params
+
+
 def svm_task(classes):
     """Binary: identity margin (positive = classes[1]); multiclass: identity
     one-vs-rest margins, the first maximum wins."""

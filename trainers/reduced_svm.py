@@ -21,7 +21,7 @@ from .. import ir
 from .base import CostSensitiveClassifier
 from .cvm import n_vectors
 from .kernel_math import kernel_matrix
-from .kernel_svm import KernelSVMClassifier, kernel_node, svm_task, transform
+from .kernel_svm import KernelSVMClassifier, _WrapsSVM, kernel_node, svm_task, transform
 from .linear_svm import l2svm_newton
 
 
@@ -103,7 +103,7 @@ def reduced_svm_path(X, y, m, C, gamma, *, n_candidates=59, seed=0, checkpoints=
     return path
 
 
-class ReducedSVMClassifier(CostSensitiveClassifier):
+class ReducedSVMClassifier(_WrapsSVM, CostSensitiveClassifier):
     """Reduced-SVM (Keerthi et al. 2006): an rbf L2-SVM whose basis is grown
     greedily from the training rows to ``n_support_vectors`` (binary only).
 
