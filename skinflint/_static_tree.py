@@ -1,0 +1,35 @@
+"""Write the installed package layout as a tree of links, for static tools.
+
+The subpackages live in top-level folders (``ir/`` is ``skinflint.ir``, see
+``[tool.setuptools] package-dir``).  setuptools' editable install maps them
+with an import hook, which type checkers and editors cannot run.  This tree
+(``skinflint/`` with a link per module of the ``skinflint`` folder and a
+link per subpackage folder) is what ``mypy_path`` and pyright's
+``extraPaths`` in pyproject.toml point at; ``make`` writes it.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+
+SUBPACKAGES = ("ir", "trainers", "compilers", "runtimes", "templates")
+
+
+def write_tree(dest, repo=None):
+    """Create ``dest/skinflint`` linking to the checkout at ``repo``."""
+    repo = os.path.abspath(repo or os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    pkg = os.path.join(dest, "skinflint")
+    shutil.rmtree(pkg, ignore_errors=True)
+    os.makedirs(pkg)
+    src = os.path.join(repo, "skinflint")
+    for name in sorted(os.listdir(src)):
+        if name.endswith((".py", ".typed")):
+            os.symlink(os.path.relpath(os.path.join(src, name), pkg), os.path.join(pkg, name))
+    for sub in SUBPACKAGES:
+        os.symlink(os.path.relpath(os.path.join(repo, sub), pkg), os.path.join(pkg, sub))
+    return pkg
+
+
+if __name__ == "__main__":
+    print(write_tree(sys.argv[1] if len(sys.argv) > 1 else os.path.join("build", "static")))
