@@ -158,7 +158,10 @@ def linear(inputs, weights, bias=0.0, *, name="") -> LinearNode:
 
 
 def kernel(support_vectors, alpha, features, *, kernel="rbf", gamma=1.0, coef0=0.0,
-           degree=1, bias=0.0, sv_cost=None, name="") -> KernelNode:
+           degree=1, bias=0.0, sv_cost=None, name="", shift=None, scale=None) -> KernelNode:
+    """A kernel node; ``shift`` and ``scale`` (per feature, both or neither)
+    make it read ``(x - shift) * scale`` (e.g. a model trained on
+    standardised features that runs on raw ones)."""
     if kernel not in KERNELS:
         raise IRError(f"kernel: unknown kernel {kernel!r}; expected one of {sorted(KERNELS)}")
     sv = np.asarray(support_vectors, np.float64)
@@ -179,6 +182,9 @@ def kernel(support_vectors, alpha, features, *, kernel="rbf", gamma=1.0, coef0=0
          "support_vectors": sv.ravel().tolist(), "alpha": a.ravel().tolist(),
          "bias": b.tolist(), "sv_cost": (np.zeros(S) if sv_cost is None else np.asarray(sv_cost, np.float64)).tolist(),
          "name": name}
+    if shift is not None or scale is not None:
+        d["shift"] = np.asarray(shift if shift is not None else [], np.float64).ravel().tolist()
+        d["scale"] = np.asarray(scale if scale is not None else [], np.float64).ravel().tolist()
     return KernelNode.from_dict(d, name or "kernel", int(feats.max()) + 1 if feats.size else 0)
 
 

@@ -263,6 +263,9 @@ class KernelNode:
     rbf: ``expf(-gamma * sum_d (x_d - sv_d)^2)``; linear: ``sum_d x_d sv_d``;
     poly: ``(gamma * sum_d x_d sv_d + coef0) ** degree`` by repeated
     multiplication.  Sums run over ``features`` in order, in float32.
+    Optional per-feature ``shift`` and ``scale`` (float32 [D], both or
+    neither) replace each input first: ``x_d = (x_d - shift_d) * scale_d``,
+    two float32 roundings, never fused; absent means no operation.
     """
     kernel: int
     gamma: np.float32
@@ -274,6 +277,8 @@ class KernelNode:
     bias: np.ndarray
     sv_cost: np.ndarray
     name: str = ""
+    shift: np.ndarray | None = None
+    scale: np.ndarray | None = None
     kind: ClassVar[str] = "kernel"
 
     @property
@@ -298,7 +303,13 @@ class KernelNode:
         S = alpha.shape[0] // K
         sv = float32_array(_require(d, "support_vectors", field), f"{field}.support_vectors",
                            length=S * D)
-        return cls(kernel=KERNELS[kname],
+        if ("shift" in d) != ("scale" in d):
+            raise IRError(f"{field}: 'shift' and 'scale' come together; give both or neither")
+        shift = scale = None
+        if "shift" in d:
+            shift = float32_array(d["shift"], f"{field}.shift", length=D)
+            scale = float32_array(d["scale"], f"{field}.scale", length=D)
+        return cls(kernel=KERNELS[kname], shift=shift, scale=scale,
                    gamma=scalar_float32(d.get("gamma", 1.0), f"{field}.gamma"),
                    coef0=scalar_float32(d.get("coef0", 0.0), f"{field}.coef0"),
                    degree=scalar_int(d.get("degree", 1), f"{field}.degree", low=0,
@@ -316,7 +327,10 @@ class KernelNode:
                 "features": self.features.tolist(),
                 "support_vectors": _floats(self.support_vectors.ravel()),
                 "alpha": _floats(self.alpha.ravel()), "bias": _floats(self.bias),
-                "sv_cost": self.sv_cost.tolist()}
+                "sv_cost": self.sv_cost.tolist(),
+                # emitted only when present: models without them keep their bytes and hash
+                **({} if self.shift is None else {"shift": _floats(self.shift),
+                                                   "scale": _floats(self.scale)})}
 
 
 @dataclass(frozen=True, eq=False)
