@@ -58,7 +58,10 @@ class Tables:
     k_sv_first: np.ndarray       # i32 [Q] offset into sv (floats)
     k_alpha_first: np.ndarray    # i32 [Q]
     k_svcost_first: np.ndarray   # i32 [Q]
+    k_xform: np.ndarray          # i32 [Q] 1 if the kernel has shift/scale (x - shift) * scale
     k_feat: np.ndarray           # i32 pool
+    k_shift: np.ndarray          # f32 pool, aligned with k_feat (0 where no transform)
+    k_scale: np.ndarray          # f32 pool, aligned with k_feat (1 where no transform)
     sv: np.ndarray               # f32 pool
     alpha: np.ndarray            # f32 pool
     sv_cost: np.ndarray          # f64 pool
@@ -107,8 +110,8 @@ def lower(model) -> Tables:
     tm = {k: [] for k in ("kind", "index", "out", "live", "w")}
     w_parts, n_terms, n_w = [], 0, 0
     # kernels
-    kq = {k: [] for k in ("type", "gamma", "coef0", "deg", "ff", "nf", "sv", "al", "sc")}
-    kf_parts, sv_parts, al_parts, sc_parts = [], [], [], []
+    kq = {k: [] for k in ("type", "gamma", "coef0", "deg", "ff", "nf", "sv", "al", "sc", "xf")}
+    kf_parts, sv_parts, al_parts, sc_parts, ks_parts, kc_parts = [], [], [], [], [], []
     n_kf = n_sv = n_al = n_sc = 0
 
     for i, n in enumerate(model.nodes):
@@ -156,6 +159,10 @@ def lower(model) -> Tables:
             kq["deg"].append(n.degree), kq["ff"].append(n_kf), kq["nf"].append(n.features.shape[0])
             kq["sv"].append(n_sv), kq["al"].append(n_al), kq["sc"].append(n_sc)
             kf_parts.append(n.features), sv_parts.append(n.support_vectors)
+            kq["xf"].append(0 if n.shift is None else 1)
+            D = n.features.shape[0]
+            ks_parts.append(np.zeros(D, np.float32) if n.shift is None else n.shift)
+            kc_parts.append(np.ones(D, np.float32) if n.scale is None else n.scale)
             al_parts.append(n.alpha), sc_parts.append(n.sv_cost)
             n_kf += n.features.shape[0]
             n_sv += n.support_vectors.size
@@ -213,8 +220,10 @@ def lower(model) -> Tables:
         k_coef0=_nonempty(kq["coef0"], np.float32), k_degree=_nonempty(kq["deg"], np.int32),
         k_feat_first=_nonempty(kq["ff"], np.int32), k_n_feat=_nonempty(kq["nf"], np.int32),
         k_sv_first=_nonempty(kq["sv"], np.int32), k_alpha_first=_nonempty(kq["al"], np.int32),
-        k_svcost_first=_nonempty(kq["sc"], np.int32),
+        k_svcost_first=_nonempty(kq["sc"], np.int32), k_xform=_nonempty(kq["xf"], np.int32),
         k_feat=_nonempty(_pool(kf_parts, np.int32), np.int32),
+        k_shift=_nonempty(_pool(ks_parts, np.float32), np.float32),
+        k_scale=_nonempty(_pool(kc_parts, np.float32), np.float32),
         sv=_nonempty(_pool(sv_parts, np.float32), np.float32),
         alpha=_nonempty(_pool(al_parts, np.float32), np.float32),
         sv_cost=_nonempty(_pool(sc_parts, np.float64), np.float64),

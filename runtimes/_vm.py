@@ -80,6 +80,17 @@ def _tree(T, X, row, t, tag, fstamp, gstamp, tstamp, tleaf, cost, budget):
 
 
 @njit(cache=True, _nrt=False)
+def _kernel_input(T, X, row, q, i):
+    """Input i of kernel q's feature pool: x, or (x - shift) * scale when the
+    kernel has a transform (two float32 roundings, in this order)."""
+    x = X[row, T.k_feat[i]]
+    if T.k_xform[q]:
+        x = x - T.k_shift[i]
+        x = x * T.k_scale[i]
+    return x
+
+
+@njit(cache=True, _nrt=False)
 def _kernel_value(T, X, row, q, s):
     """k(sv_s, x) for kernel q, float32, features in IR order."""
     nf = T.k_n_feat[q]
@@ -89,11 +100,11 @@ def _kernel_value(T, X, row, q, s):
     acc = ZERO
     if kt == KERNEL_RBF:
         for d in range(nf):
-            diff = X[row, T.k_feat[f0 + d]] - T.sv[base + d]
+            diff = _kernel_input(T, X, row, q, f0 + d) - T.sv[base + d]
             acc = acc + diff * diff
         return expf(-T.k_gamma[q] * acc)
     for d in range(nf):
-        acc = acc + X[row, T.k_feat[f0 + d]] * T.sv[base + d]
+        acc = acc + _kernel_input(T, X, row, q, f0 + d) * T.sv[base + d]
     if kt == KERNEL_LINEAR:
         return acc
     b = T.k_gamma[q] * acc + T.k_coef0[q]
