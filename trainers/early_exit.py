@@ -26,7 +26,7 @@ class EarlyExitClassifier(GreedyMiserClassifier):
     exit_every : int, default 10
         Trees between exits (the thesis places an exit every 10 trees).
     threshold : float, default 2.0
-        s, the margin |f(x)| a row needs to leave at the first exit; exit i
+        s, the margin ``|f(x)|`` a row needs to leave at the first exit; exit i
         of n asks for s (n - i) / n.  Larger s: fewer early exits, higher
         cost, accuracy closer to the full ensemble.
     """

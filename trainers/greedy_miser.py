@@ -231,7 +231,7 @@ class _GreedyMiserMixin:
 class GreedyMiserRegressor(_GreedyMiserMixin, CostSensitiveRegressor):
     """Greedy Miser for regression (squared loss): thesis §2.1, Eq. (2.5)."""
 
-    __doc__ += "\n" + _GreedyMiserMixin.__doc__.split("\n\n", 1)[1]
+    __doc__ += "\n\n" + _GreedyMiserMixin.__doc__.split("\n\n", 1)[1]
 
     def _encode_target(self, y, reset):
         y = np.asarray(y, np.float64)
@@ -262,7 +262,7 @@ class GreedyMiserClassifier(_GreedyMiserMixin, CostSensitiveClassifier):
     log-loss (or the squared hinge with ``loss="squared_hinge"``),
     multiclass log-loss with one tree per class per round."""
 
-    __doc__ += "\n" + _GreedyMiserMixin.__doc__.split("\n\n", 1)[1]
+    __doc__ += "\n\n" + _GreedyMiserMixin.__doc__.split("\n\n", 1)[1]
 
     def _encode_target(self, y, reset):
         idx = self._encode_labels(y, reset=reset)

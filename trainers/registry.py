@@ -16,16 +16,26 @@ from .greedy_miser import GreedyMiserClassifier, GreedyMiserRegressor
 class TrainerSpec:
     """One trainer as the tools see it.
 
-    name : the ``skinflint train --trainer`` name.
-    label : how tables and plots name it.
-    classifier, regressor : estimator classes (None where the task does not fit).
-    sweep : the parameter ``cost_accuracy_curve`` sweeps to trade cost for
+    Attributes
+    ----------
+    name : str
+        The ``skinflint train --trainer`` name.
+    label : str
+        How tables and plots name it.
+    classifier, regressor : type or None
+        Estimator classes (None where the task does not fit).
+    sweep : str
+        The parameter ``cost_accuracy_curve`` sweeps to trade cost for
         accuracy (lambda for Greedy Miser, the exit threshold for Early Exit).
-    grid : that parameter's default values.
-    fixed : parameters this entry always sets (GBRT is Greedy Miser at lambda 0).
-    test_params : small settings that keep the conformance suite fast.
-    choose_rounds : whether a curve keeps the number of boosting rounds that
-        validation prefers (not for cascades, whose stages are not rounds).
+    grid : tuple
+        That parameter's default values.
+    fixed : dict
+        Parameters this entry always sets (GBRT is Greedy Miser at lambda 0).
+    test_params : dict
+        Small settings that keep the conformance suite fast.
+    choose_rounds : bool
+        Whether a curve keeps the number of boosting rounds that validation
+        prefers (not for cascades, whose stages are not rounds).
     """
     name: str
     label: str
