@@ -26,6 +26,9 @@ from .onnx_schedule import TreePaths, UnitLayout, schedule, tree_paths
 from .onnx_trees import MAX_EXACT, Forest, ir_forest, tree_ensemble
 
 I32 = TensorProto.INT32
+# kernels with more than this many (vector, feature) pairs are summed one
+# feature at a time ([N, S] intermediates) instead of as one [N, S, nf] block
+KERNEL_3D_LIMIT = 1 << 14
 
 
 class Setup:
@@ -246,11 +249,18 @@ class Values(Part):
 
     def kernel_values(self, q, S):
         """[N, S] float32 k(sv_s, x) for kernel q's S support vectors,
-        features in IR order (reference _kernel_value)."""
+        features in IR order (reference _kernel_value).  A kernel with a
+        transform reads (x - shift) * scale: one Sub, then one Mul."""
         g, t = self.g, self.t
         nf, f0 = int(t.k_n_feat[q]), int(t.k_feat_first[q])
         sv = t.sv[t.k_sv_first[q]: t.k_sv_first[q] + S * nf].reshape(S, nf)
-        xs = g.unsqueeze(g.gather(self.X, t.k_feat[f0: f0 + nf].astype(np.int64), 1), [1])  # [N,1,nf]
+        x2 = g.gather(self.X, t.k_feat[f0: f0 + nf].astype(np.int64), 1)   # [N,nf]
+        if t.k_xform[q]:
+            x2 = g.op("Sub", x2, g.const(t.k_shift[None, f0: f0 + nf]))
+            x2 = g.op("Mul", x2, g.const(t.k_scale[None, f0: f0 + nf]))
+        if S * nf > KERNEL_3D_LIMIT:
+            return self.kernel_values_by_feature(q, x2, sv)
+        xs = g.unsqueeze(x2, [1])  # [N,1,nf]
         kt = t.k_type[q]
         if kt == KERNEL_RBF:
             d = g.op("Sub", xs, g.const(sv[None]))
@@ -259,6 +269,34 @@ class Values(Part):
         prod = g.op("Mul", xs, g.const(sv[None]))
         zero = filled(g, g.gather(prod, [0], 2), 0.0, np.float32)   # the sum starts at +0
         acc = g.take_last(g.cumsum(g.concat([zero, prod], 2), 2), 2)
+        if kt == KERNEL_LINEAR:
+            return acc
+        b = g.op("Add", g.op("Mul", g.const(t.k_gamma[q]), acc), g.const(t.k_coef0[q]))
+        v = filled(g, b, 1.0, np.float32)
+        for _ in range(int(t.k_degree[q])):
+            v = g.op("Mul", v, b)
+        return v
+
+    def kernel_values_by_feature(self, q, x2, sv):
+        """kernel_values for large kernels: one [N, S] sum per feature, in
+        feature order, instead of the [N, S, nf] block (a full SVM over 784
+        features with thousands of vectors would need gigabytes per 100
+        rows).  The same float32 operations in the same order as the
+        reference: acc = +0 + t_0, acc = acc + t_d, ..."""
+        g, t = self.g, self.t
+        kt = t.k_type[q]
+        acc = g.const(np.zeros((1, 1), np.float32))
+        for d in range(sv.shape[1]):
+            xd = g.gather(x2, [d], 1)                                   # [N,1]
+            svd = g.const(np.ascontiguousarray(sv[None, :, d]))         # [1,S]
+            if kt == KERNEL_RBF:
+                diff = g.op("Sub", xd, svd)
+                term = g.op("Mul", diff, diff)
+            else:
+                term = g.op("Mul", xd, svd)
+            acc = g.op("Add", acc, term)
+        if kt == KERNEL_RBF:
+            return expf(g, g.op("Mul", g.const(np.float32(-t.k_gamma[q])), acc))
         if kt == KERNEL_LINEAR:
             return acc
         b = g.op("Add", g.op("Mul", g.const(t.k_gamma[q]), acc), g.const(t.k_coef0[q]))
