@@ -6,6 +6,8 @@ random ones) so that adversarial rows land exactly on them.
 """
 from __future__ import annotations
 
+import zlib
+
 import numpy as np
 
 from .builders import (anytime, binary_task, cascade, classifier_tree, feature_input,
@@ -74,10 +76,17 @@ def _kernel(rng, F, K, scale=1.0):
     feats = rng.choice(F, size=d, replace=False)
     S = int(rng.integers(1, 4))
     kind = ["rbf", "linear", "poly"][rng.integers(3)]
-    return kernel(_value(rng, (S, d)), _value(rng, (S, K)), feats, kernel=kind,
-                  gamma=float(rng.choice([0.25, 0.5, 1.0])), coef0=float(rng.choice([0.0, 1.0])),
-                  degree=int(rng.integers(0, 4)), bias=_value(rng, K),
-                  sv_cost=rng.choice([0.0, 0.5, 1.0], S) * scale)
+    sv, alpha = _value(rng, (S, d)), _value(rng, (S, K))     # draws in the order they always had
+    node = dict(kernel=kind, gamma=float(rng.choice([0.25, 0.5, 1.0])), coef0=float(rng.choice([0.0, 1.0])),
+                degree=int(rng.integers(0, 4)))
+    bias, sv_cost = _value(rng, K), rng.choice([0.0, 0.5, 1.0], S) * scale
+    # half the kernels read (x - shift) * scale; drawn from a generator of
+    # their own (seeded by the vectors) so the main stream, and every other
+    # part of the model, stays what it was before transforms existed
+    sub = np.random.default_rng(zlib.crc32(sv.tobytes()))
+    if sub.random() < 0.5:
+        node.update(shift=_value(sub, d), scale=_value(sub, d))
+    return kernel(sv, alpha, feats, bias=bias, sv_cost=sv_cost, **node)
 
 
 def random_model(seed, kinds=ALL_KINDS, n_features=None):
