@@ -117,6 +117,10 @@ class ReducedSVMClassifier(_WrapsSVM, CostSensitiveClassifier):
         is given, whose C_ / gamma_ / standardisation are then reused.
     svm : KernelSVMClassifier, optional
     n_candidates : int, default 59 (kappa)
+    record_sizes : sequence of int, optional
+        Smaller basis sizes whose solutions (one growth, re-solved at each
+        size) are kept for ``to_ir(n_support=k)``: a whole accuracy curve
+        from one fit.
     standardize, validation_fraction, sv_cost, feature_costs, ... : as
         ``KernelSVMClassifier``.
     random_state : int or None
@@ -130,7 +134,7 @@ class ReducedSVMClassifier(_WrapsSVM, CostSensitiveClassifier):
     """
 
     def __init__(self, *, n_support_vectors=0.1, C=(1.0, 10.0, 100.0), gamma=None, svm=None,
-                 n_candidates=59, standardize=True, validation_fraction=0.2, sv_cost=1.0,
+                 n_candidates=59, record_sizes=None, standardize=True, validation_fraction=0.2, sv_cost=1.0,
                  feature_costs=None, feature_groups=None, group_costs=None, feature_names=None,
                  group_names=None, random_state=None):
         self.n_support_vectors = n_support_vectors
@@ -138,6 +142,7 @@ class ReducedSVMClassifier(_WrapsSVM, CostSensitiveClassifier):
         self.gamma = gamma
         self.svm = svm
         self.n_candidates = n_candidates
+        self.record_sizes = record_sizes
         self.standardize = standardize
         self.validation_fraction = validation_fraction
         self.sv_cost = sv_cost
@@ -180,7 +185,10 @@ class ReducedSVMClassifier(_WrapsSVM, CostSensitiveClassifier):
         Xs = transform(X, self.features_, self.shift_, self.scale_).astype(np.float64)
         yy = np.where(idx == 1, 1.0, -1.0)
         path = reduced_svm_path(Xs, yy, m, self.C_, self.gamma_, n_candidates=int(self.n_candidates),
-                                seed=0 if self.random_state is None else int(self.random_state))
+                                seed=0 if self.random_state is None else int(self.random_state),
+                                checkpoints=[int(k) for k in (self.record_sizes or ()) if 0 < int(k) < m])
+        self.path_ = {k: (Xs[J].astype(np.float32), beta[:, None], np.array([b]))
+                      for k, (J, beta, b) in path.items()}
         J, beta, b = path[m]
         self.support_ = J
         self.support_vectors_ = Xs[J].astype(np.float32)
@@ -189,12 +197,19 @@ class ReducedSVMClassifier(_WrapsSVM, CostSensitiveClassifier):
         self.n_support_ = int(J.size)
         return self._set_model(self.to_ir())
 
-    def to_ir(self) -> ir.Model:
-        """One rbf ``kernel`` node over the basis rows, in entry order."""
+    def to_ir(self, n_support=None) -> ir.Model:
+        """One rbf ``kernel`` node over the basis rows, in entry order; with
+        ``n_support`` the solution recorded at that basis size."""
         if getattr(self, "support_vectors_", None) is None:
             raise RuntimeError("this ReducedSVMClassifier is not fitted yet; call fit first")
-        node = kernel_node(self.support_vectors_, self.dual_coef_, self.intercept_, self.features_,
+        sv, coef, b = self.support_vectors_, self.dual_coef_, self.intercept_
+        if n_support is not None:
+            if n_support not in self.path_:
+                raise ValueError(f"n_support={n_support} was not recorded; fit with it in "
+                                 f"record_sizes (recorded: {sorted(self.path_)})")
+            sv, coef, b = self.path_[n_support]
+        node = kernel_node(sv, coef, b, self.features_,
                            kernel="rbf", gamma=self.gamma_, shift=self.shift_, scale=self.scale_,
                            sv_cost=self.sv_cost, name="reduced_svm")
         return self._ir_model([node], 0, svm_task(self._ir_classes()), self._costs,
-                              n_support=self.n_support_, C=self.C_, gamma=self.gamma_)
+                              n_support=int(sv.shape[0]), C=self.C_, gamma=self.gamma_)
