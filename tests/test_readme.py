@@ -40,3 +40,17 @@ def test_training_snippet_runs_and_verifies(tmp_path, monkeypatch):
     assert 0.9 < acc <= 1 and 0 < mean_cost <= static
     assert "c-lazy" in "\n".join(lines) and "MISMATCH" not in "\n".join(lines)
     assert (tmp_path / "out" / "spam.c").exists()
+
+
+def test_tuning_snippet_searches_lambda_and_tabulates_curves(tmp_path, monkeypatch):
+    from skinflint.datasets import _keel_file
+    try:
+        _keel_file("spambase")
+    except FileNotFoundError as e:
+        pytest.skip(str(e))
+    lines = _run(BLOCKS[2], tmp_path, monkeypatch)
+    assert lines[0].startswith("{'cost_tradeoff': ")
+    table = lines[1:]
+    assert table[0].split()[0] == "model" and len(table) == 5
+    assert [ln.split(")")[0] + ")" for ln in table[1:]] == [
+        "Greedy Miser (lambda=0)", "Greedy Miser (lambda=0.001)", "Early Exit (s=1)", "Early Exit (s=4)"]
