@@ -31,6 +31,26 @@ I32 = TensorProto.INT32
 KERNEL_3D_LIMIT = 1 << 14
 
 
+def _kernel_scan_body(rbf, S):
+    """Scan body over one feature d: acc [N, S], x_d [N], sv_d [S] ->
+    acc + (x_d - sv_d)^2 (rbf) or acc + x_d * sv_d, one rounding per op."""
+    from onnx import helper
+    F = TensorProto.FLOAT
+    nodes = [helper.make_node("Constant", [], ["axes"], value=helper.make_tensor("axes_v", TensorProto.INT64, [1], [1])),
+             helper.make_node("Unsqueeze", ["x_d", "axes"], ["x_col"])]
+    if rbf:
+        nodes += [helper.make_node("Sub", ["x_col", "sv_d"], ["diff"]),
+                  helper.make_node("Mul", ["diff", "diff"], ["term"])]
+    else:
+        nodes += [helper.make_node("Mul", ["x_col", "sv_d"], ["term"])]
+    nodes.append(helper.make_node("Add", ["acc_in", "term"], ["acc_out"]))
+    return helper.make_graph(
+        nodes, "kernel_feature_sum",
+        [helper.make_tensor_value_info("acc_in", F, ["N", S]), helper.make_tensor_value_info("x_d", F, ["N"]),
+         helper.make_tensor_value_info("sv_d", F, [S])],
+        [helper.make_tensor_value_info("acc_out", F, ["N", S])])
+
+
 class Setup:
     """The state every part of one exact graph reads: the model, its
     lowered tables, the graph, the tree operator, the unit layout, the tree
@@ -278,23 +298,21 @@ class Values(Part):
         return v
 
     def kernel_values_by_feature(self, q, x2, sv):
-        """kernel_values for large kernels: one [N, S] sum per feature, in
-        feature order, instead of the [N, S, nf] block (a full SVM over 784
-        features with thousands of vectors would need gigabytes per 100
-        rows).  The same float32 operations in the same order as the
-        reference: acc = +0 + t_0, acc = acc + t_d, ..."""
+        """kernel_values for large kernels: a ``Scan`` over the features
+        carries one [N, S] sum (a full SVM over 784 features with thousands
+        of vectors would need gigabytes per 100 rows as one [N, S, nf]
+        block, and unrolled per-feature ops let onnxruntime run every
+        feature's term before the sums, holding them all).  The same float32
+        operations in the same order as the reference: acc = +0 + t_0,
+        acc = acc + t_d, ...; the scan runs over features, never over rows."""
         g, t = self.g, self.t
         kt = t.k_type[q]
-        acc = g.const(np.zeros((1, 1), np.float32))
-        for d in range(sv.shape[1]):
-            xd = g.gather(x2, [d], 1)                                   # [N,1]
-            svd = g.const(np.ascontiguousarray(sv[None, :, d]))         # [1,S]
-            if kt == KERNEL_RBF:
-                diff = g.op("Sub", xd, svd)
-                term = g.op("Mul", diff, diff)
-            else:
-                term = g.op("Mul", xd, svd)
-            acc = g.op("Add", acc, term)
+        S = sv.shape[0]
+        shape = g.concat([g.n_rows(self.X), g.const(np.array([S], np.int64))], 0)
+        acc0 = g.op("Expand", g.const(np.zeros((1, 1), np.float32)), shape)       # [N,S] of +0
+        xT = g.op("Transpose", x2, perm=[1, 0])                                   # [nf,N]
+        body = _kernel_scan_body(kt == KERNEL_RBF, S)
+        acc = g.op("Scan", acc0, xT, g.const(np.ascontiguousarray(sv.T)), body=body, num_scan_inputs=2)
         if kt == KERNEL_RBF:
             return expf(g, g.op("Mul", g.const(np.float32(-t.k_gamma[q])), acc))
         if kt == KERNEL_LINEAR:
