@@ -200,3 +200,21 @@ def test_trained_models_are_exact_on_every_backend_with_budgets(circle, full_svm
     for model in (cvm.model_, lars.model_, full_svm.model_):
         report = verify(model, circle.X[:64])
         assert report.ok, report.table()
+
+
+def test_multiclass_one_vs_rest_with_shared_vectors():
+    # digits, 10 classes: one K-wide node whose m vectors serve every class
+    # (selection by simultaneous OMP, then eq. 4.10 with a [m, K] B).
+    # Measured with 10 vectors: full (409 vectors) 0.970, CVM 0.948, LARS-SVM 0.733
+    from sklearn.datasets import load_digits
+    d = load_digits()
+    X, y = d.data.astype(np.float32), d.target
+    full = KernelSVMClassifier(C=10.0, gamma=0.001, standardize=False).fit(X[:600], y[:600])
+    cvm = CVMClassifier(n_support_vectors=10, svm=full).fit(X[:600], y[:600])
+    lars = LARSSVMClassifier(n_support_vectors=10, svm=full).fit(X[:600], y[:600])
+    node = cvm.model_.nodes[0]
+    assert node.n_outputs == 10 and node.n_support == 10
+    assert cvm.static_cost_ == 10 + X.shape[1]
+    Xt, yt = X[600:1200], y[600:1200]
+    assert cvm.score(Xt, yt) >= full.score(Xt, yt) - 0.04
+    assert cvm.score(Xt, yt) >= lars.score(Xt, yt) + 0.1
