@@ -33,10 +33,9 @@ import numbers
 import numpy as np
 
 from .. import ir
-from .base import CostSensitiveClassifier
 from .gradient_svs import lars_select, move_support_vectors, prefix_order, ridge_refit
 from .kernel_math import kernel_matrix
-from .kernel_svm import KernelSVMClassifier, _WrapsSVM, kernel_node, svm_task, transform
+from .kernel_svm import KernelEstimator, KernelSVMClassifier, _WrapsSVM, kernel_node, svm_task, transform
 
 DEFAULT_C = (1.0, 10.0, 100.0)
 
@@ -62,7 +61,7 @@ def sv_labels(beta, decision):
     return np.where(beta != 0, np.sign(beta), np.where(decision > 0, 1.0, -1.0))
 
 
-class _CompressedSVM(_WrapsSVM, CostSensitiveClassifier):
+class _CompressedSVM(_WrapsSVM, KernelEstimator):
     """What CVM and LARS-SVM share: the full SVM, the selection, the export."""
 
     _moves = True
@@ -173,12 +172,13 @@ class _CompressedSVM(_WrapsSVM, CostSensitiveClassifier):
         if self._moves:
             B0 = ridge_refit(KES, KSel, FE, self.ridge)
             method = "L-BFGS-B" if self.optimizer == "lbfgs" else "CG"
-            Z, B, self.loss_ = move_support_vectors(XE, FE, S[sel], B0, g, max_iter=int(self.max_iter),
-                                                     method=method)
+            Z, B, self.loss_, self.n_iter_ = move_support_vectors(
+                XE, FE, S[sel], B0, g, max_iter=int(self.max_iter), method=method)
         else:   # LARS-SVM: the selected vectors, refitted to the LARS target on them
             Z = S[sel]
             B = ridge_refit(KSS[:, sel], KSel, T, self.ridge)
             self.loss_ = float(np.mean((kernel_matrix(XE, Z, "rbf", g) @ B - FE) ** 2))
+            self.n_iter_ = int(sel.size)      # LAR steps
         if self.order == "greedy":
             perm = prefix_order(kernel_matrix(XE, Z, "rbf", g), B, FE)
             Z, B = Z[perm], B[perm]

@@ -126,16 +126,16 @@ def move_support_vectors(XE, T, Z0, B0, gamma, *, max_iter=300, method="L-BFGS-B
 
     Returns
     -------
-    (Z [m, D], B [m, K], final loss)
+    (Z [m, D], B [m, K], final loss, iterations)
     """
     m, D = Z0.shape
     theta0 = np.concatenate([np.asarray(Z0, np.float64).ravel(), np.asarray(B0, np.float64).ravel()])
     if max_iter <= 0:
-        return Z0.copy(), B0.copy(), cvm_loss_grad(theta0, XE, T, m, gamma)[0]
+        return Z0.copy(), B0.copy(), cvm_loss_grad(theta0, XE, T, m, gamma)[0], 0
     res = minimize(cvm_loss_grad, theta0, args=(XE, T, m, gamma), jac=True, method=method,
                    options={"maxiter": int(max_iter)})
     th = res.x
-    return th[: m * D].reshape(m, D), th[m * D:].reshape(m, -1), float(res.fun)
+    return th[: m * D].reshape(m, D), th[m * D:].reshape(m, -1), float(res.fun), int(res.nit)
 
 
 def prefix_order(KEZ, B, T):

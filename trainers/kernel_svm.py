@@ -14,6 +14,7 @@ has no node for.)
 from __future__ import annotations
 
 import numpy as np
+from sklearn.utils.metaestimators import available_if
 
 from .. import ir
 from .base import CostSensitiveClassifier
@@ -108,7 +109,52 @@ def holdout(n, fraction, seed):
     return perm[n_val:], perm[:n_val]
 
 
-class KernelSVMClassifier(CostSensitiveClassifier):
+def row_weights(idx, classes, class_weight):
+    """Per-row weights for ``class_weight`` (None, "balanced" or a dict
+    keyed by class label), as libsvm's per-class C factors: every
+    one-vs-rest column sees the same rows weighted the same way."""
+    if class_weight is None:
+        return None
+    K = len(classes)
+    if isinstance(class_weight, str):
+        if class_weight != "balanced":
+            raise ValueError(f"class_weight must be None, 'balanced' or a dict, got {class_weight!r}")
+        per = idx.shape[0] / (K * np.maximum(np.bincount(idx, minlength=K), 1))
+    else:
+        per = np.array([float(class_weight.get(c.item() if hasattr(c, "item") else c, 1.0)) for c in classes])
+    if not np.all(np.isfinite(per) & (per >= 0)):
+        raise ValueError(f"class_weight: weights must be finite and >= 0, got {per.tolist()}")
+    return per[idx]
+
+
+def reject_missing(X, who):
+    """X unchanged, or a ValueError when it has NaN: these models read every
+    feature (their IR models accept NaN, and propagate it to the margin)."""
+    if np.isnan(X).any():
+        raise ValueError(f"{who}: X has missing values (NaN); the model reads every feature: "
+                         "impute them first")
+    return X
+
+
+class KernelEstimator(CostSensitiveClassifier):
+    """What the kernel trainers share with scikit-learn: no missing values
+    (a kernel reads every feature) and no ``predict_proba`` (the margin is
+    an identity output, as ``SVC.decision_function``)."""
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = False
+        return tags
+
+    def _validate_X(self, X, *, reset):
+        return reject_missing(super()._validate_X(X, reset=reset), type(self).__name__)
+
+    @available_if(lambda est: False)
+    def predict_proba(self, X, budget=None):  # pragma: no cover - never available
+        raise AttributeError("kernel SVM models have no probabilities; use decision_function")
+
+
+class KernelSVMClassifier(KernelEstimator):
     """The full kernel SVM (libsvm via scikit-learn's ``SVC``, thesis §4.5's
     "full SVM") as one IR ``kernel`` node.
 
@@ -225,13 +271,14 @@ class KernelSVMClassifier(CostSensitiveClassifier):
         K = len(self.classes_)
         cols = [None] if K == 2 else list(range(K))
         sv_rows, coefs, bias = [], [], []
+        weights = row_weights(idx, self.classes_, self.class_weight)
         for k in cols:
             yk = idx if k is None else (idx == k).astype(np.int64)
             if np.unique(yk).size < 2:
                 raise ValueError("y: a one-vs-rest column has one class only in the fit rows; "
                                  "use more rows per class")
-            svc = SVC(kernel=self.kernel, C=C, gamma=gamma, degree=self.degree, coef0=self.coef0,
-                      class_weight=self.class_weight).fit(Xs, yk)
+            svc = SVC(kernel=self.kernel, C=C, gamma=gamma, degree=self.degree,
+                      coef0=self.coef0).fit(Xs, yk, sample_weight=weights)
             sv_rows.append(svc.support_)
             coefs.append(svc.dual_coef_[0])
             bias.append(float(svc.intercept_[0]))

@@ -18,10 +18,10 @@ from __future__ import annotations
 import numpy as np
 
 from .. import ir
-from .base import CostSensitiveClassifier
 from .cvm import n_vectors
 from .kernel_math import kernel_matrix
-from .kernel_svm import KernelSVMClassifier, _WrapsSVM, kernel_node, svm_task, transform
+from .kernel_svm import (KernelEstimator, KernelSVMClassifier, _WrapsSVM, class_targets, kernel_node,
+                         svm_task, transform)
 from .linear_svm import l2svm_newton
 
 
@@ -103,9 +103,24 @@ def reduced_svm_path(X, y, m, C, gamma, *, n_candidates=59, seed=0, checkpoints=
     return path
 
 
-class ReducedSVMClassifier(_WrapsSVM, CostSensitiveClassifier):
+def _shared_basis(solutions, Xs):
+    """One node from per-column (J, beta, b): the union of the basis rows
+    (first entry order kept), coefficients [U, K] (0 where a row is not in a
+    column's basis), biases [K].  Returns (rows, vectors, coef, bias)."""
+    rows = list(dict.fromkeys(int(j) for J, _, _ in solutions for j in J))
+    pos = {r: i for i, r in enumerate(rows)}
+    coef = np.zeros((len(rows), len(solutions)))
+    for k, (J, beta, _) in enumerate(solutions):
+        coef[[pos[int(j)] for j in J], k] = beta
+    rows = np.asarray(rows, np.int64)
+    return rows, Xs[rows].astype(np.float32), coef, np.array([b for _, _, b in solutions])
+
+
+class ReducedSVMClassifier(_WrapsSVM, KernelEstimator):
     """Reduced-SVM (Keerthi et al. 2006): an rbf L2-SVM whose basis is grown
-    greedily from the training rows to ``n_support_vectors`` (binary only).
+    greedily from the training rows to ``n_support_vectors``.  Multiclass
+    targets are one-vs-rest: each class grows its own basis of that size and
+    the node holds their union (each row evaluated and paid once).
 
     Parameters
     ----------
@@ -154,14 +169,11 @@ class ReducedSVMClassifier(_WrapsSVM, CostSensitiveClassifier):
         self.random_state = random_state
 
     def fit(self, X, y, eval_set=None):
-        """Fit on X [N, F] (no missing values) and binary labels y."""
+        """Fit on X [N, F] (no missing values) and labels y."""
         X, y = self._validate_X_y(X, y)
         if np.isnan(X).any():
             raise ValueError("ReducedSVMClassifier: X has missing values (NaN); impute them first")
         idx = self._encode_labels(y)
-        if len(self.classes_) != 2:
-            raise ValueError("ReducedSVMClassifier is binary only; use CVMClassifier or "
-                             "KernelSVMClassifier (one-vs-rest) for multiclass data")
         if int(self.n_candidates) < 1:
             raise ValueError(f"n_candidates must be >= 1, got {self.n_candidates!r}")
         self._costs = self._cost_spec(X.shape[1])
@@ -183,18 +195,15 @@ class ReducedSVMClassifier(_WrapsSVM, CostSensitiveClassifier):
             n_full = X.shape[0]
         m = n_vectors(self.n_support_vectors, n_full)
         Xs = transform(X, self.features_, self.shift_, self.scale_).astype(np.float64)
-        yy = np.where(idx == 1, 1.0, -1.0)
-        path = reduced_svm_path(Xs, yy, m, self.C_, self.gamma_, n_candidates=int(self.n_candidates),
-                                seed=0 if self.random_state is None else int(self.random_state),
-                                checkpoints=[int(k) for k in (self.record_sizes or ()) if 0 < int(k) < m])
-        self.path_ = {k: (Xs[J].astype(np.float32), beta[:, None], np.array([b]))
-                      for k, (J, beta, b) in path.items()}
-        J, beta, b = path[m]
-        self.support_ = J
-        self.support_vectors_ = Xs[J].astype(np.float32)
-        self.dual_coef_ = beta[:, None]
-        self.intercept_ = np.array([b])
-        self.n_support_ = int(J.size)
+        Y = class_targets(idx, len(self.classes_))
+        seed = 0 if self.random_state is None else int(self.random_state)
+        sizes = [int(k) for k in (self.record_sizes or ()) if 0 < int(k) < m]
+        paths = [reduced_svm_path(Xs, Y[:, j], m, self.C_, self.gamma_, n_candidates=int(self.n_candidates),
+                                  seed=seed + j, checkpoints=sizes) for j in range(Y.shape[1])]
+        self.path_ = {k: _shared_basis([p[k] for p in paths], Xs) for k in paths[0]}
+        self.support_, self.support_vectors_, self.dual_coef_, self.intercept_ = self.path_[m]
+        self.n_support_ = int(self.support_.size)
+        self.n_iter_ = m
         return self._set_model(self.to_ir())
 
     def to_ir(self, n_support=None) -> ir.Model:
@@ -207,7 +216,7 @@ class ReducedSVMClassifier(_WrapsSVM, CostSensitiveClassifier):
             if n_support not in self.path_:
                 raise ValueError(f"n_support={n_support} was not recorded; fit with it in "
                                  f"record_sizes (recorded: {sorted(self.path_)})")
-            sv, coef, b = self.path_[n_support]
+            _, sv, coef, b = self.path_[n_support]
         node = kernel_node(sv, coef, b, self.features_,
                            kernel="rbf", gamma=self.gamma_, shift=self.shift_, scale=self.scale_,
                            sv_cost=self.sv_cost, name="reduced_svm")

@@ -62,8 +62,8 @@ class SparseLinearClassifier(CostSensitiveClassifier):
     coef_ : float64 [K', F] on raw features;  intercept_ : [K']
     n_features_used_ : features with a non-zero float32 weight
 
-    Multiclass targets are one-vs-rest: one K-wide node, identity margins,
-    the first maximum wins.
+    Multiclass targets are one-vs-rest: one K-wide node of the classes'
+    logits, softmax output (the first maximum wins).
     """
 
     def __init__(self, *, C=1.0, cost_weighted=True, standardize=True, intercept_scaling=100.0,
@@ -80,6 +80,15 @@ class SparseLinearClassifier(CostSensitiveClassifier):
         self.feature_names = feature_names
         self.group_names = group_names
         self.random_state = random_state
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = False     # a linear model reads every feature it kept
+        return tags
+
+    def _validate_X(self, X, *, reset):
+        from .kernel_svm import reject_missing
+        return reject_missing(super()._validate_X(X, reset=reset), type(self).__name__)
 
     def fit(self, X, y, eval_set=None):
         """Fit on X [N, F] (no missing values) and labels y.  ``eval_set``
@@ -102,20 +111,23 @@ class SparseLinearClassifier(CostSensitiveClassifier):
         K = len(self.classes_)
         targets = [idx] if K == 2 else [(idx == k).astype(np.int64) for k in range(K)]   # one-vs-rest
         W, b = np.zeros((len(targets), X.shape[1])), np.zeros(len(targets))
+        n_iter = 0
         for j, t in enumerate(targets):
             lr = LogisticRegression(l1_ratio=1.0, solver="liblinear", C=float(self.C),
                                     intercept_scaling=float(self.intercept_scaling),
                                     max_iter=int(self.max_iter), random_state=self.random_state)
             lr.fit(Z, t)
+            n_iter = max(n_iter, int(np.max(lr.n_iter_)))
             W[j] = lr.coef_[0] / c * inv             # on raw features
             b[j] = lr.intercept_[0] - W[j] @ mean
         self.coef_, self.intercept_ = W, b
+        self.n_iter_ = n_iter
         self.n_features_used_ = int(np.any(W.astype(np.float32) != 0, axis=0).sum())
         return self._set_model(self.to_ir())
 
     def to_ir(self) -> ir.Model:
         """One ``linear`` node over the features with a non-zero float32
-        weight; binary: logistic output, multiclass: identity margins."""
+        weight; binary: logistic output, multiclass: softmax."""
         if getattr(self, "coef_", None) is None:
             raise RuntimeError("this SparseLinearClassifier is not fitted yet; call fit first")
         W = self.coef_.T.astype(np.float32)
@@ -124,5 +136,5 @@ class SparseLinearClassifier(CostSensitiveClassifier):
                          self.intercept_.astype(np.float32).astype(np.float64), name="sparse_linear")
         classes = self._ir_classes()
         task = (ir.binary_task(classes, "logistic") if len(classes) == 2
-                else ir.multiclass_task(classes, "identity"))
+                else ir.multiclass_task(classes, "softmax"))
         return self._ir_model([node], 0, task, self._costs, n_features_used=self.n_features_used_)

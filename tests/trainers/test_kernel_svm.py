@@ -129,9 +129,15 @@ def test_reduced_svm_on_the_circle(circle):
     b = ReducedSVMClassifier(n_support_vectors=8, C=0.1, gamma=0.5, standardize=False,
                              random_state=1).fit(train.X, train.y)
     assert ir.to_json(a.model_) == ir.to_json(b.model_)
-    with pytest.raises(ValueError, match="binary"):
-        ReducedSVMClassifier(n_support_vectors=3, C=1.0, standardize=False).fit(
-            np.vstack([train.X, train.X[:20] + 9]), np.concatenate([train.y, np.full(20, 2)]))
+    # multiclass: one basis per one-vs-rest column, their union in one node
+    X3 = np.vstack([train.X, train.X[:60] + 9])
+    y3 = np.concatenate([train.y, np.full(60, 2)])
+    r3 = ReducedSVMClassifier(n_support_vectors=4, C=1.0, gamma=0.5, standardize=False,
+                              random_state=0).fit(X3, y3)
+    node = r3.model_.nodes[0]
+    assert node.n_outputs == 3 and 4 <= node.n_support <= 12
+    assert np.all((node.alpha != 0).sum(0) == 4)
+    assert r3.score(X3, y3) > 0.9
 
 
 def test_kernel_math_matches_the_definitions():
