@@ -22,7 +22,6 @@ from .cvm import n_vectors
 from .kernel_math import kernel_matrix
 from .kernel_svm import (KernelEstimator, KernelSVMClassifier, _WrapsSVM, class_targets, kernel_node,
                          svm_task, transform)
-from .linear_svm import l2svm_newton
 
 
 def candidate_gains(Kc, Kcc, KcJ_beta, y, out, C, newton_steps=8):
@@ -56,6 +55,101 @@ def candidate_gains(Kc, Kcc, KcJ_beta, y, out, C, newton_steps=8):
     return np.maximum(obj(np.zeros_like(t)) - obj(t), 0.0)
 
 
+def _line_search(out, dout, y, a0, a1):
+    """argmin over t in (0, 1] of the objective along a Newton direction:
+    its slope ``a0 + t a1 - sum_{active} y_i dout_i m_i(t)`` is piecewise
+    linear and increasing, so bisect on it (60 halvings: float64 exact)."""
+    yo, yd = y * out, y * dout
+
+    def slope(t):
+        m = 1.0 - yo - t * yd
+        on = m > 0
+        return a0 + t * a1 - np.dot(yd[on], m[on])
+    if slope(1.0) <= 0:
+        return 1.0
+    lo, hi = 0.0, 1.0
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        if slope(mid) > 0:
+            hi = mid
+        else:
+            lo = mid
+    return 0.5 * (lo + hi)
+
+
+class _PrimalNewton:
+    """The primal L2-SVM over a growing basis, ``1/2 beta' K_JJ beta / C +
+    1/2 sum_i [1 - y_i (K_iJ beta + b)]_+^2`` with the bias unregularised,
+    solved by Newton steps with an exact line search (Keerthi et al. 2006
+    §3; Chapelle 2007).  Keeps ``M = diag(0, K_JJ / C) + Psi_A' Psi_A``
+    (Psi = [1, K_XJ], A the active rows) up to date as rows enter or leave
+    A and as basis columns are added, so a step costs O(|dA| S^2 + S^3 / 3)
+    instead of re-forming M (O(n S^2))."""
+
+    def __init__(self, y, C):
+        self.y, self.C = y, float(C)
+        n = y.shape[0]
+        self.Psi = np.ones((n, 1))
+        self.theta = np.array([np.mean(y)])
+        self.R = np.zeros((1, 1))
+        self.out = np.full(n, self.theta[0])
+        self.active = y * self.out < 1.0
+        self.M = self._full_M()
+
+    def _full_M(self):
+        PA = self.Psi[self.active]
+        return self.R + PA.T @ PA
+
+    def add_column(self, col, k_row, k_self):
+        """Add basis function ``col`` = K(X, x_j) [n]; ``k_row`` = K(x_J, x_j)
+        for the current basis, ``k_self`` = k(x_j, x_j)."""
+        S1 = self.Psi.shape[1]
+        r = np.zeros(S1 + 1)
+        r[1:S1] = k_row / self.C
+        r[S1] = k_self / self.C
+        R = np.zeros((S1 + 1, S1 + 1))
+        R[:S1, :S1] = self.R
+        R[S1, :] = R[:, S1] = r
+        self.R = R
+        ca = col[self.active]
+        m = np.empty(S1 + 1)
+        m[:S1] = self.Psi[self.active].T @ ca
+        m[S1] = ca @ ca
+        M = np.zeros((S1 + 1, S1 + 1))
+        M[:S1, :S1] = self.M
+        M[S1, :] = M[:, S1] = m + r
+        self.M = M
+        self.Psi = np.column_stack([self.Psi, col])
+        self.theta = np.append(self.theta, 0.0)
+
+    def solve(self, max_iter=100):
+        y, Psi = self.y, self.Psi
+        for it in range(max_iter):
+            A = self.active
+            z = Psi[A].T @ y[A]
+            jitter = 1e-12 * max(1.0, float(np.mean(np.diag(self.M))))
+            target = np.linalg.solve(self.M + jitter * np.eye(self.M.shape[0]), z)
+            d = target - self.theta
+            dout = Psi @ d
+            Rd = self.R @ d
+            t = _line_search(self.out, dout, y, self.theta @ Rd, d @ Rd)
+            self.theta = self.theta + t * d
+            self.out = self.out + t * dout
+            new = y * self.out < 1.0
+            changed = new != A
+            if not changed.any() and t == 1.0:
+                break
+            if it % 10 == 9:                     # refresh: bound the drift of the updates
+                self.active = new
+                self.M = self._full_M()
+                continue
+            add, rem = changed & new, changed & A
+            self.M = self.M + Psi[add].T @ Psi[add] - Psi[rem].T @ Psi[rem]
+            self.active = new
+        self.out = Psi @ self.theta               # no drift into the next step's scores
+        return self.theta
+
+
 def reduced_svm_path(X, y, m, C, gamma, *, n_candidates=59, seed=0, checkpoints=None):
     """Grow the basis to m rows.
 
@@ -75,31 +169,26 @@ def reduced_svm_path(X, y, m, C, gamma, *, n_candidates=59, seed=0, checkpoints=
     n = X.shape[0]
     rng = np.random.default_rng(seed)
     keep = set(checkpoints or ()) | {m}
-    J, cols = [], []
-    theta = None
-    beta, b = np.zeros(0), float(np.mean(y))
-    out = np.full(n, b)
+    newton = _PrimalNewton(y, C)
+    J = []
     free = np.ones(n, bool)
     path = {}
-    for size in range(1, m + 1):
+    for size in range(1, min(m, n) + 1):
         cand = np.flatnonzero(free)
         if cand.size > n_candidates:
             cand = rng.choice(cand, n_candidates, replace=False)
         Kc = kernel_matrix(X, X[cand], "rbf", gamma)
+        beta = newton.theta[1:]
         KcJb = Kc[J].T @ beta if J else np.zeros(cand.size)
-        gains = candidate_gains(Kc, np.ones(cand.size), KcJb, y, out, C)
-        j = int(cand[int(np.argmax(gains))])
+        gains = candidate_gains(Kc, np.ones(cand.size), KcJb, y, newton.out, C)
+        best = int(np.argmax(gains))
+        j = int(cand[best])
+        newton.add_column(Kc[:, best], Kc[J, best], 1.0)
         J.append(j)
         free[j] = False
-        cols.append(Kc[:, int(np.argmax(gains))])
-        Phi = np.column_stack(cols)
-        theta0 = None if theta is None else np.concatenate([theta[:-1], [0.0], theta[-1:]])
-        sol = l2svm_newton(Phi, y, None, Phi[J] / C, theta0=theta0)
-        theta = sol.theta
-        beta, b = theta[:-1], float(theta[-1])
-        out = Phi @ beta + b
+        theta = newton.solve()
         if size in keep:
-            path[size] = (np.asarray(J, np.int64), beta.copy(), b)
+            path[size] = (np.asarray(J, np.int64), theta[1:].copy(), float(theta[0]))
     return path
 
 
