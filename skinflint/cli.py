@@ -40,15 +40,6 @@ def _load_training(path, fmt, costs):
         raise CLIError(f"{e.filename or path}: no such file") from None
 
 
-def _trainer_params(est, args, ds):
-    """The command-line options this estimator has a parameter for."""
-    given = dict(n_estimators=args.trees, max_depth=args.depth, learning_rate=args.learning_rate,
-                 cost_tradeoff=args.cost_tradeoff, threshold=args.exit_threshold,
-                 feature_costs=ds.costs, random_state=args.seed, verbose=1)
-    own = est.get_params()
-    return {k: v for k, v in given.items() if k in own}
-
-
 def cmd_train(args):
     from . import ir
     from .trainers import TRAINERS
@@ -57,10 +48,13 @@ def cmd_train(args):
                          else "regression")
     spec = TRAINERS[args.trainer]
     try:
-        est = spec.estimator(task)
+        # options a trainer has no parameter for are dropped by the registry
+        est = spec.estimator(task, n_estimators=args.trees, max_depth=args.depth,
+                             learning_rate=args.learning_rate, cost_tradeoff=args.cost_tradeoff,
+                             threshold=args.exit_threshold, feature_costs=ds.costs,
+                             random_state=args.seed, verbose=1)
     except ValueError as e:
         raise CLIError(f"{args.trainer}: {e}") from None
-    est = spec.estimator(task, **_trainer_params(est, args, ds))
     eval_set = None
     if args.valid:
         v = _load_training(args.valid, args.format, args.costs)

@@ -9,6 +9,8 @@ runtime.
 """
 from __future__ import annotations
 
+import time
+
 import numpy as np
 from sklearn.base import clone, is_regressor
 from sklearn.model_selection import ParameterGrid
@@ -27,7 +29,7 @@ def _label(estimator, params, label):
     name = label or type(estimator).__name__.replace("Classifier", "").replace("Regressor", "")
     if not params:
         return name
-    return f"{name} ({', '.join(f'{_short(k)}={v:g}' if isinstance(v, (int, float)) else f'{_short(k)}={v}' for k, v in params.items())})"
+    return f"{name} ({', '.join(f'{_short(k)}={v:.3g}' if isinstance(v, (int, float)) else f'{_short(k)}={v}' for k, v in params.items())})"
 
 
 def _short(param):
@@ -72,7 +74,8 @@ def cost_accuracy_curve(estimator, param_grid, X_train, y_train, X_val, y_val, X
         ``params``, ``lam`` (``cost_tradeoff`` where the grid sets it),
         ``n_iterations`` (rounds kept, or None), ``accuracy`` (test; negative
         MSE for regression), ``mean_cost`` (lazy, per row), ``static_cost``,
-        ``n_features`` and ``model``, the IR model all of them come from.
+        ``n_features``, ``fit_time`` (seconds) and ``model``, the IR model
+        all of them come from.
     """
     regression = is_regressor(estimator)
     rows = []
@@ -81,7 +84,9 @@ def cost_accuracy_curve(estimator, param_grid, X_train, y_train, X_val, y_val, X
         est = clone(estimator).set_params(**params)
         if "verbose" in est.get_params():
             est.set_params(verbose=0)
+        t0 = time.perf_counter()
         est.fit(X_train, y_train)
+        fit_time = time.perf_counter() - t0
         rounds = _best_rounds(est, X_val, y_val, regression) if choose_rounds else None
         model = est.to_ir(rounds) if rounds is not None else est.to_ir()
         p = predict(model, X_test)
@@ -91,7 +96,7 @@ def cost_accuracy_curve(estimator, param_grid, X_train, y_train, X_val, y_val, X
                          n_iterations=rounds if rounds is not None else getattr(est, "n_estimators_", None),
                          accuracy=_score(y_test, p.output, regression), mean_cost=float(p.cost.mean()),
                          static_cost=model.static_cost(), n_features=int(len(model.features_used())),
-                         model=model))
+                         fit_time=fit_time, model=model))
     return rows
 
 

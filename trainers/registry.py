@@ -52,20 +52,29 @@ class TrainerSpec:
         return tuple(c for c in (self.classifier, self.regressor) if c is not None)
 
     def estimator(self, task="classification", **params):
-        """A new estimator for ``task`` with ``params`` over ``fixed``."""
+        """A new estimator for ``task`` with ``params`` over ``fixed``.
+        Parameters the estimator does not have are dropped, so one set of
+        common settings (``n_estimators``, ``feature_costs``, ...) serves
+        every trainer."""
         cls = self.classifier if task == "classification" else self.regressor
         if cls is None:
             raise ValueError(f"trainer {self.name!r} has no {task} estimator")
-        return cls(**{**params, **self.fixed})
+        own = cls().get_params()
+        return cls(**{k: v for k, v in {**params, **self.fixed}.items() if k in own})
 
 
 _FAST_TREES = dict(n_estimators=10, max_depth=3, min_samples_leaf=5, verbose=0, random_state=0)
 
 TRAINERS = {s.name: s for s in [
+    TrainerSpec("gbrt", "GBRT", GreedyMiserClassifier, GreedyMiserRegressor, "cost_tradeoff",
+                (0.0,), fixed=dict(cost_tradeoff=0.0), test_params=_FAST_TREES),
     TrainerSpec("greedy-miser", "Greedy Miser", GreedyMiserClassifier, GreedyMiserRegressor,
-                "cost_tradeoff", (0.0, 1e-4, 3e-4, 1e-3, 3e-3, 1e-2), test_params=_FAST_TREES),
-    TrainerSpec("gbrt", "GBRT", GreedyMiserClassifier, GreedyMiserRegressor, "n_estimators",
-                (25, 50, 100), fixed=dict(cost_tradeoff=0.0), test_params=_FAST_TREES),
+                "cost_tradeoff", (1e-4, 3e-4, 1e-3, 3e-3, 1e-2), test_params=_FAST_TREES),
+    # thesis §2.1.4's "stage-wise regression feature subsets": GBRT on the
+    # features costing at most the threshold (grid in Yahoo's cost values)
+    TrainerSpec("feature-subset", "Feature-subset GBRT", GreedyMiserClassifier, GreedyMiserRegressor,
+                "max_feature_cost", (5.0, 20.0, 50.0), fixed=dict(cost_tradeoff=0.0),
+                test_params=_FAST_TREES),
     TrainerSpec("early-exit", "Early Exit", EarlyExitClassifier, None, "threshold",
                 (0.5, 1.0, 2.0, 4.0), test_params=dict(_FAST_TREES, exit_every=3), choose_rounds=False),
 ]}

