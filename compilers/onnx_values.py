@@ -279,16 +279,24 @@ class Values(Part):
             x2 = g.op("Sub", x2, g.const(t.k_shift[None, f0: f0 + nf]))
             x2 = g.op("Mul", x2, g.const(t.k_scale[None, f0: f0 + nf]))
         if S * nf > KERNEL_3D_LIMIT:
-            return self.kernel_values_by_feature(q, x2, sv)
+            return self.kernel_of_sum(q, self.kernel_sum_by_feature(q, x2, sv))
         xs = g.unsqueeze(x2, [1])  # [N,1,nf]
-        kt = t.k_type[q]
-        if kt == KERNEL_RBF:
+        if t.k_type[q] == KERNEL_RBF:
             d = g.op("Sub", xs, g.const(sv[None]))
             acc = g.take_last(g.cumsum(g.op("Mul", d, d), 2), 2)   # 0 + d0^2 == d0^2 exactly
+        else:
+            prod = g.op("Mul", xs, g.const(sv[None]))
+            zero = filled(g, g.gather(prod, [0], 2), 0.0, np.float32)   # the sum starts at +0
+            acc = g.take_last(g.cumsum(g.concat([zero, prod], 2), 2), 2)
+        return self.kernel_of_sum(q, acc)
+
+    def kernel_of_sum(self, q, acc):
+        """k from the [N, S] feature sum: rbf expf(-gamma acc), linear acc,
+        poly (gamma acc + coef0)^degree by repeated multiplication."""
+        g, t = self.g, self.t
+        kt = t.k_type[q]
+        if kt == KERNEL_RBF:
             return expf(g, g.op("Mul", g.const(np.float32(-t.k_gamma[q])), acc))
-        prod = g.op("Mul", xs, g.const(sv[None]))
-        zero = filled(g, g.gather(prod, [0], 2), 0.0, np.float32)   # the sum starts at +0
-        acc = g.take_last(g.cumsum(g.concat([zero, prod], 2), 2), 2)
         if kt == KERNEL_LINEAR:
             return acc
         b = g.op("Add", g.op("Mul", g.const(t.k_gamma[q]), acc), g.const(t.k_coef0[q]))
@@ -297,8 +305,8 @@ class Values(Part):
             v = g.op("Mul", v, b)
         return v
 
-    def kernel_values_by_feature(self, q, x2, sv):
-        """kernel_values for large kernels: a ``Scan`` over the features
+    def kernel_sum_by_feature(self, q, x2, sv):
+        """The [N, S] feature sum for large kernels: a ``Scan`` over the features
         carries one [N, S] sum (a full SVM over 784 features with thousands
         of vectors would need gigabytes per 100 rows as one [N, S, nf]
         block, and unrolled per-feature ops let onnxruntime run every
@@ -312,16 +320,7 @@ class Values(Part):
         acc0 = g.op("Expand", g.const(np.zeros((1, 1), np.float32)), shape)       # [N,S] of +0
         xT = g.op("Transpose", x2, perm=[1, 0])                                   # [nf,N]
         body = _kernel_scan_body(kt == KERNEL_RBF, S)
-        acc = g.op("Scan", acc0, xT, g.const(np.ascontiguousarray(sv.T)), body=body, num_scan_inputs=2)
-        if kt == KERNEL_RBF:
-            return expf(g, g.op("Mul", g.const(np.float32(-t.k_gamma[q])), acc))
-        if kt == KERNEL_LINEAR:
-            return acc
-        b = g.op("Add", g.op("Mul", g.const(t.k_gamma[q]), acc), g.const(t.k_coef0[q]))
-        v = filled(g, b, 1.0, np.float32)
-        for _ in range(int(t.k_degree[q])):
-            v = g.op("Mul", v, b)
-        return v
+        return g.op("Scan", acc0, xT, g.const(np.ascontiguousarray(sv.T)), body=body, num_scan_inputs=2)
 
     def checkpoint_values(self):
         """[N, C + 1, K]: the value before any checkpoint, then each one's."""
