@@ -141,7 +141,7 @@ class _CompressedSVM(_WrapsSVM, KernelEstimator):
             raise ValueError(f"{type(self).__name__}: X has missing values (NaN); a kernel model "
                              "reads every feature: impute them first")
         self._check_params()
-        idx = self._encode_labels(y)
+        self._encode_labels(y)
         self._costs = self._cost_spec(X.shape[1])
         svm = self._full_svm(X, y, eval_set)
         self.full_svm_ = svm
