@@ -24,3 +24,15 @@ def test_scaled_kernels_are_exact_with_budgets(S, D, kernel):
     model = ir.model(feats, [node], 0, task=ir.multiclass_task((0, 1, 2), "softmax"))
     report = verify(model, X, adversarial=False)
     assert report.ok, report.table()
+
+
+def test_two_class_softmax_is_a_softmax_in_c():
+    # a multiclass task with 2 classes has 2 probabilities like a logistic
+    # binary task, but they are softmax(scores), not logistic(scores[0])
+    rng = np.random.default_rng(0)
+    node = ir.kernel(rng.normal(size=(3, 2)), rng.normal(size=(3, 2)), [0, 1], gamma=0.5, sv_cost=np.ones(3))
+    model = ir.model([ir.Feature("a", 1.0), ir.Feature("b", 1.0)], [node], 0,
+                     task=ir.multiclass_task((0, 1), "softmax"))
+    report = verify(model, rng.normal(size=(32, 2)).astype(np.float32), backends=("c", "c-lazy"),
+                    adversarial=False)
+    assert report.ok, report.table()
