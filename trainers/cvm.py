@@ -66,12 +66,13 @@ class _CompressedSVM(_WrapsSVM, KernelEstimator):
 
     _moves = True
 
-    def __init__(self, *, n_support_vectors=0.1, C=DEFAULT_C, gamma=None, svm=None,
+    def __init__(self, *, n_support_vectors=0.1, kernel="rbf", C=DEFAULT_C, gamma=None, svm=None,
                  lars_target="labels", init="lars", fit_rows="support", max_iter=300,
                  optimizer="lbfgs", ridge=1.0, order="greedy", standardize=True,
                  validation_fraction=0.2, sv_cost=1.0, feature_costs=None, feature_groups=None,
                  group_costs=None, feature_names=None, group_names=None, random_state=None):
         self.n_support_vectors = n_support_vectors
+        self.kernel = kernel
         self.C = C
         self.gamma = gamma
         self.svm = svm
@@ -99,6 +100,10 @@ class _CompressedSVM(_WrapsSVM, KernelEstimator):
         for name, allowed in opts.items():
             if getattr(self, name) not in allowed:
                 raise ValueError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}")
+        if self.kernel != "rbf":
+            raise ValueError(f"kernel={self.kernel!r}: CVM moves rbf support vectors (the gradient of "
+                             "thesis eq. 4.10 is for the rbf kernel); use kernel='rbf', or "
+                             "KernelSVMClassifier for other kernels")
         if not (np.isfinite(self.ridge) and self.ridge > 0):
             raise ValueError(f"ridge must be > 0, got {self.ridge!r}")
         if int(self.max_iter) < 0:
@@ -208,6 +213,8 @@ class CVMClassifier(_CompressedSVM):
     ----------
     n_support_vectors : int or float, default 0.1
         m, a count, or a fraction of the full SVM's vectors (thesis: m = B_e / e).
+    kernel : {"rbf"}, default "rbf"
+        The only kernel whose vectors CVM moves (thesis §4.4).
     C, gamma : float or sequence, default (1, 10, 100) and None (1 / D)
         The full SVM's parameters; sequences are a grid chosen on a
         validation split (thesis §4.5).  Ignored when ``svm`` is given.

@@ -182,6 +182,8 @@ def test_bad_parameters_say_what_to_do(circle, full_svm):
         CVMClassifier(svm=full_svm, lars_target="x").fit(circle.X, circle.y)
     with pytest.raises(ValueError, match="KernelSVMClassifier"):
         CVMClassifier(svm="nope").fit(circle.X, circle.y)
+    with pytest.raises(ValueError, match="moves rbf"):
+        CVMClassifier(kernel="poly", svm=full_svm).fit(circle.X, circle.y)
     lin = KernelSVMClassifier(kernel="linear", standardize=False).fit(circle.X, circle.y)
     with pytest.raises(ValueError, match="rbf"):
         CVMClassifier(svm=lin).fit(circle.X, circle.y)
