@@ -195,3 +195,24 @@ def test_incremental_newton_reaches_the_l2svm_optimum():
     # final Newton residual
     np.testing.assert_allclose(pn.theta[1:], ref.w, rtol=0, atol=1e-7)
     assert abs(pn.theta[0] - ref.b) <= 1e-7
+
+
+def test_from_svc_with_a_standard_scaler():
+    # an SVC trained behind sklearn's StandardScaler, imported with the
+    # scaler's mean and 1 / scale: the model reads raw features
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    from skinflint.datasets import load_breast_cancer
+    tr, te = load_breast_cancer().split(0.3, seed=0)
+    pipe = make_pipeline(StandardScaler(), SVC(C=10.0, gamma=0.02)).fit(tr.X, tr.y)
+    sc, svc = pipe[0], pipe[1]
+    est = KernelSVMClassifier.from_svc(svc, shift=sc.mean_, scale=1.0 / sc.scale_, feature_costs=tr.costs)
+    assert est.model_.nodes[0].shift is not None
+    # the pipeline standardises in float64, the node in float32 (two
+    # roundings): signs agree on >= 99.5 % of rows (the issue's gate)
+    assert np.mean(np.sign(est.decision_function(te.X)) == np.sign(pipe.decision_function(te.X))) >= 0.995
+    np.testing.assert_array_equal(est.classes_, svc.classes_)
+    # every vector costs 1 on top of the features' costs (all read)
+    assert est.static_cost_ == svc.support_vectors_.shape[0] + KernelSVMClassifier.from_svc(
+        svc, shift=sc.mean_, scale=1.0 / sc.scale_, sv_cost=0.0, feature_costs=tr.costs).static_cost_
