@@ -63,12 +63,13 @@ def _words(n):
     return max((n + 31) // 32, 1)
 
 
-def render(model, prefix="model") -> dict[str, str]:
-    """The generated sources as {file name: text}."""
+def render(model, prefix="model", *, tables=None) -> dict[str, str]:
+    """The generated sources as {file name: text}.  ``tables``:
+    ``ir.lowering.lower(model)`` when the caller has it already."""
     if not _IDENT.match(prefix):
         raise ValueError(f"prefix {prefix!r} must be a C identifier")
     from skinflint import __version__
-    t = lower(model)
+    t = lower(model) if tables is None else tables
     kinds = set(t.node_kind.tolist())
     task = model.task
     K = task.n_outputs

@@ -1,10 +1,14 @@
-"""Run generated C on the host through ctypes.
+"""Run generated C through the common ``predict(X, budget=None)``.
 
-``CRuntime(model)`` renders the model's C (``compilers.c``), builds a shared
-library into a cache keyed by the source text, compiler and flags, and loads
-it.  ``predict(X, budget, api="dense")`` uses the flat batch entry point;
+``CRuntime(model, api="dense"|"lazy", cc=None, target=None)`` renders the
+model's C (``compilers.c``) once.  On the host (``target=None``) it builds a
+shared library into a cache keyed by the source text, compiler and flags,
+and loads it: ``api="dense"`` uses the flat batch entry point,
 ``api="lazy"`` drives the on-demand API row by row with a fetch callback
-that counts calls (``last_fetch_counts``).
+that counts its calls (``Prediction.fetches``).  With ``target`` (a name in
+``runtimes.c_targets.TARGETS``: a cross compiler under qemu, a sanitizer
+build) each ``predict`` builds a program with the rows embedded and runs it
+there.
 """
 from __future__ import annotations
 
@@ -62,22 +66,36 @@ def build_shared(sources: dict, cc: str, flags: list[str]) -> str:
 
 
 class CRuntime:
-    """Host C backend: same ``predict(X, budget=None)`` as the reference."""
+    """Generated C: the same ``predict(X, budget=None) -> Prediction`` as
+    the reference.  ``api``: "dense" (every feature of a row given) or
+    "lazy" (features fetched on demand; the prediction carries the per-row
+    fetch counts).  ``cc`` picks the host compiler; ``target`` runs on
+    another target instead (``c_targets.TARGETS``).  ``tables``:
+    ``ir.lowering.lower(model)`` when the caller has it already."""
 
-    def __init__(self, model, *, cc=None, opt="-O2", flags=()):
-        self.model = model
+    def __init__(self, model, *, api="dense", cc=None, target=None, opt="-O2", flags=(), tables=None):
+        if api not in ("dense", "lazy"):
+            raise ValueError(f"api must be 'dense' or 'lazy', not {api!r}")
+        self.model, self.api, self.target = model, api, target
+        self.name = ("c-lazy" if api == "lazy" else "c") + (f"@{target}" if target else "")
+        self.sources = render(model, PREFIX, tables=tables)
+        self._P = model.task.n_proba
+        if target is not None:
+            from .c_targets import TARGETS
+            if target not in TARGETS:
+                raise ValueError(f"target {target!r}: expected one of {sorted(TARGETS)}")
+            if cc is not None or flags:
+                raise ValueError("target sets its own compiler and flags: pass cc/flags only for the host")
+            return
         self.cc = find_cc(cc)
         self.flags = [opt, *flags]
-        self.sources = render(model, PREFIX)
         self.library_path = build_shared(self.sources, self.cc, self.flags)
         self._lib = ctypes.CDLL(self.library_path)
         self._bind()
-        self.last_fetch_counts = None
 
     def _bind(self):
         m, lib = self.model, self._lib
         K = m.task.n_outputs
-        self._P = m.task.n_proba
         ptr = ctypes.c_void_p
         lib.sfm_predict_flat.argtypes = [ptr, ctypes.c_int32, ptr, ptr, ptr, ptr, ptr, ptr, ptr]
         lib.sfm_predict_flat.restype = None
@@ -91,22 +109,24 @@ class CRuntime:
         lib.sfm_predict_lazy.argtypes = [self._Fetch, ptr, ctypes.c_double, ptr, ctypes.POINTER(Result)]
         lib.sfm_predict_lazy.restype = ctypes.c_int32
 
-    def predict(self, X, budget=None, api="dense") -> Prediction:
+    def predict(self, X, budget=None) -> Prediction:
         m = self.model
         X = as_features(X, m.n_features)
         N = X.shape[0]
         b = as_budget(budget, N)
-        if api == "lazy":
+        if self.target is not None:
+            from .c_targets import run_on_target
+            dense, lazy = run_on_target(m, X, b, self.target, sources=self.sources)
+            return lazy if self.api == "lazy" else dense
+        if self.api == "lazy":
             return self._predict_lazy(X, b)
-        if api != "dense":
-            raise ValueError(f"api must be 'dense' or 'lazy', not {api!r}")
         F = m.n_features
         scores, proba, label, cost, stage = self._buffers(N)
         used = np.zeros((N, max(F, 1)), np.uint8)
         p = lambda a: a.ctypes.data_as(ctypes.c_void_p)
         if N:
             self._lib.sfm_predict_flat(p(X), N, p(b), p(scores), p(proba), p(label), p(cost), p(stage), p(used))
-        return self._prediction(scores, proba, label, cost, stage, used[:, :F].astype(bool))
+        return prediction(m.task, scores, proba, label, cost, stage, used[:, :F].astype(bool))
 
     def _predict_lazy(self, X, b) -> Prediction:
         m = self.model
@@ -134,8 +154,7 @@ class CRuntime:
             # feature_bits is the workspace's first member
             bits = np.frombuffer(ws.raw[:4 * words], dtype="<u4")
             used[i] = ((bits[np.arange(F) // 32] >> (np.arange(F) % 32)) & 1).astype(bool)
-        self.last_fetch_counts = fetched
-        return self._prediction(scores, proba, label, cost, stage, used)
+        return prediction(m.task, scores, proba, label, cost, stage, used, fetches=fetched)
 
     def _buffers(self, N):
         """Zeroed per-row outputs as sfm_result lays them out: scores, proba,
@@ -144,11 +163,13 @@ class CRuntime:
                 np.zeros((N, max(self._P, 1)), np.float32), np.zeros(N, np.int32),
                 np.zeros(N, np.float64), np.zeros(N, np.int32))
 
-    def _prediction(self, scores, proba, label, cost, stage, used) -> Prediction:
-        task = self.model.task
-        if task.kind == "regression":
-            output = scores[:, 0].copy() if scores.shape[1] == 1 else scores
-        else:
-            output = np.asarray(task.classes)[label]
-        return Prediction(output=output, scores=scores, proba=proba if self._P else None,
-                          cost=cost, stage=stage.astype(np.int64), features_used=used)
+
+def prediction(task, scores, proba, label, cost, stage, used, fetches=None) -> Prediction:
+    """A ``Prediction`` from the C result fields (label: class index)."""
+    if task.kind == "regression":
+        output = scores[:, 0].copy() if scores.shape[1] == 1 else scores
+    else:
+        output = np.asarray(task.classes)[label]
+    return Prediction(output=output, scores=scores, proba=proba if task.n_proba else None,
+                      cost=cost, stage=np.asarray(stage).astype(np.int64), features_used=used,
+                      fetches=fetches)

@@ -2,24 +2,46 @@
 
 ``run_on_target(model, X, budgets, target)`` builds a program with the rows
 embedded (templates/c/parity_main.c.j2), runs it, and returns the dense and
-on-demand results as ``Prediction``s plus the per-row fetch counts.
+on-demand results as ``Prediction``s (the on-demand one with its per-row
+fetch counts); ``runtimes.c.CRuntime(model, target=...)`` wraps it.
 ``target_available(name)`` says whether its toolchain is installed, and why
-not.
+not.  Bare-metal targets link the start-up code and linker scripts that ship
+inside the package (``embedded_dir()``, templates/embedded/).
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import subprocess
 import tempfile
 from dataclasses import dataclass, field
+from importlib import resources
 
 import numpy as np
 
 from ..compilers.c import C_FLAGS, _env, render
-from .prediction import Prediction, as_budget, as_features
+from .c import prediction
+from .prediction import as_budget, as_features
 
-EMBEDDED = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples", "embedded")
+
+def embedded_dir() -> str:
+    """The folder of the bare-metal support files installed with the
+    package: ``startup.c`` and ``boards/<board>/link.ld``."""
+    return str(resources.files("skinflint.templates").joinpath("embedded"))
+
+
+def bare_metal_files(board) -> dict:
+    """{"startup": path, "linker_script": path} for ``board`` (a board of
+    templates/embedded/boards, e.g. "mps2-an386" or "microbit")."""
+    base = embedded_dir()
+    files = {"startup": os.path.join(base, "startup.c"),
+             "linker_script": os.path.join(base, "boards", board, "link.ld")}
+    missing = [p for p in files.values() if not os.path.isfile(p)]
+    if missing:
+        raise RuntimeError(f"bare-metal support files missing: {missing}; reinstall skinflint "
+                           f"(they ship as package data of skinflint.templates)")
+    return files
 
 
 @dataclass
@@ -69,8 +91,12 @@ def _vectors(X, budgets):
     return row_bits, budget_bits
 
 
-def build_program(model, X, budgets, target: Target, work_dir) -> str:
-    sources = render(model, "sfm")
+def build_program(model, X, budgets, target: Target, work_dir, sources=None) -> str:
+    """Build the parity program for ``target`` in ``work_dir``: the model's
+    C (``sources``: ``compilers.c.render(model, "sfm")``, rendered here if
+    not given) and ``X`` with its ``budgets`` embedded.  Returns the
+    executable's path."""
+    sources = sources or render(model, "sfm")
     for name in ("sfm.c", "sfm.h"):
         with open(os.path.join(work_dir, name), "w") as fh:
             fh.write(sources[name])
@@ -85,9 +111,8 @@ def build_program(model, X, budgets, target: Target, work_dir) -> str:
     cmd = [target.cc, *C_FLAGS, *target.cflags, "-o", exe, os.path.join(work_dir, "parity_main.c"),
            os.path.join(work_dir, "sfm.c")]
     if target.bare_metal:
-        board = os.path.join(EMBEDDED, "boards", target.bare_metal)
-        cmd += [os.path.join(EMBEDDED, "startup.c"), "-T", os.path.join(board, "link.ld"),
-                "--specs=rdimon.specs", "-nostartfiles"]
+        files = bare_metal_files(target.bare_metal)
+        cmd += [files["startup"], "-T", files["linker_script"], "--specs=rdimon.specs", "-nostartfiles"]
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
         raise RuntimeError(f"build for {target.name} failed ({' '.join(cmd)}):\n{r.stderr[-4000:]}")
@@ -109,29 +134,37 @@ def _parse(lines, model, n_rows):
         stage = hex32([[r[3 + K + P]] for r in rows]).view(np.int32).ravel().astype(np.int64)
         used = np.array([[c == "1" for c in r[4 + K + P]] for r in rows], bool).reshape(n_rows, F)
         fetches = hex32([[r[5 + K + P]] for r in rows]).view(np.int32).ravel().astype(np.int64)
-        task = model.task
-        output = (scores[:, 0].copy() if K == 1 else scores) if task.kind == "regression" else \
-            np.asarray(task.classes)[label]
-        out[tag] = (Prediction(output=output, scores=scores, proba=proba, cost=cost, stage=stage,
-                               features_used=used), fetches)
+        out[tag] = prediction(model.task, scores, proba, label, cost, stage, used,
+                              fetches=fetches if tag == "L" else None)
     return out["D"], out["L"]
 
 
-def run_on_target(model, X, budgets=None, target="aarch64", timeout=120):
-    """(dense Prediction, (lazy Prediction, fetch counts)) from ``target``."""
+_last_run = {}   # one program run serves a dense and a lazy CRuntime of one target
+
+
+def run_on_target(model, X, budgets=None, target="aarch64", timeout=120, sources=None):
+    """(dense Prediction, lazy Prediction with its fetch counts) from
+    ``target``: one program evaluates every row with both APIs."""
     t = TARGETS[target]
     ok, why = target_available(target)
     if not ok:
         raise RuntimeError(why)
     X = as_features(X, model.n_features)
     b = as_budget(budgets, len(X))
+    sources = sources or render(model, "sfm")
+    key = hashlib.sha256(b"\0".join([target.encode(), sources["sfm.c"].encode(), X.tobytes(),
+                                      b.tobytes()])).hexdigest()
+    if key in _last_run:
+        return _last_run[key]
     with tempfile.TemporaryDirectory() as work:
-        exe = build_program(model, X, b, t, work)
+        exe = build_program(model, X, b, t, work, sources)
         r = subprocess.run([*t.run, exe], capture_output=True, text=True, timeout=timeout)
         if r.returncode != 0 or "END" not in r.stdout:
             raise RuntimeError(f"{target} run failed (rc {r.returncode}):\n{r.stdout[-1000:]}{r.stderr[-2000:]}")
-        (dense, _), (lazy, fetches) = _parse(r.stdout.splitlines(), model, len(X))
-    return dense, (lazy, fetches)
+        result = _parse(r.stdout.splitlines(), model, len(X))
+    _last_run.clear()
+    _last_run[key] = result
+    return result
 
 
 def run_fuzzer(model, seconds=20, work_dir=None) -> tuple[bool, str]:

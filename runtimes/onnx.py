@@ -1,8 +1,9 @@
 """Run a compiled ONNX graph in onnxruntime with the common ``predict``.
 
-``OnnxRuntime(source)`` takes an ``onnx.ModelProto``, a path to a .onnx
-file, serialized bytes, or a skinflint ``Model`` (compiled on the spot in
-exact mode).  ``predict(X, budget=None)`` returns a ``Prediction``; rows go
+``OnnxRuntime(source, tree_op=None, ...)`` takes an ``onnx.ModelProto``, a
+path to a .onnx file, serialized bytes, or a skinflint ``Model`` (compiled
+on the spot, exact mode unless ``mode="fast"``; keyword options go to
+``compile_onnx``).  ``predict(X, budget=None)`` returns a ``Prediction``; rows go
 through in chunks of ``CHUNK_ROWS`` to bound the graph's per-row
 intermediates ([rows, trees] and [rows, units]).
 """
@@ -20,13 +21,20 @@ CHUNK_ROWS = 4096
 
 
 class OnnxRuntime:
-    def __init__(self, source, *, threads=None, **compile_options):
+    """A compiled graph in an onnxruntime session, built once; ``threads``
+    sets onnxruntime's intra-op threads, ``tables`` is
+    ``ir.lowering.lower(model)`` when the caller has it already."""
+
+    def __init__(self, source, *, threads=None, tables=None, **compile_options):
         import onnx
         import onnxruntime as ort
 
         if isinstance(source, Model):
             from ..compilers.onnx import compile_onnx
-            source = compile_onnx(source, **compile_options)
+            source = compile_onnx(source, tables=tables, **compile_options)
+        elif compile_options or tables is not None:
+            raise ValueError(f"compile options {sorted(compile_options) or ['tables']} need a Model, "
+                             f"not an already compiled graph")
         if isinstance(source, (str, os.PathLike)):
             source = onnx.load(os.fspath(source))
         elif isinstance(source, (bytes, bytearray)):
@@ -37,6 +45,9 @@ class OnnxRuntime:
             raise ValueError("not a skinflint ONNX graph (no skinflint.task metadata)")
         self.task = json.loads(meta["skinflint.task"])
         self.mode = meta.get("skinflint.mode", "exact")
+        self.tree_op = meta.get("skinflint.tree_op")
+        self.name = "onnx" + (f" ({self.mode})" if self.mode != "exact" else "") + \
+            (f" ({self.tree_op})" if "tree_op" in compile_options else "")
         self.feature_names = [f["name"] for f in json.loads(meta["skinflint.features"])]
         opts = ort.SessionOptions()
         if threads:

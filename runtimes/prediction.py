@@ -20,7 +20,9 @@ class Prediction:
     [N, n_classes] for classifiers with a probabilistic transform, else None;
     cost: lazy cost [N] float64; stage: last checkpoint completed [N] int64
     (tree / input / support vector for a scoring output, stage / checkpoint /
-    tree node for a control output; -1 if none); features_used: [N, F] bool.
+    tree node for a control output; -1 if none); features_used: [N, F] bool;
+    fetches: [N] int64, how many times the row's features were fetched, for
+    a runtime that fetches on demand (else None).
     """
     output: np.ndarray
     scores: np.ndarray
@@ -28,9 +30,13 @@ class Prediction:
     cost: np.ndarray
     stage: np.ndarray
     features_used: np.ndarray
+    fetches: Optional[np.ndarray] = None
 
 
 class Runtime(Protocol):
+    """Built once from a model; ``name`` labels it in a parity report."""
+    name: str
+
     def predict(self, X, budget=None) -> Prediction: ...
 
 

@@ -24,9 +24,12 @@ def vm_tables(tables: Tables):
 class ReferenceRuntime:
     """Evaluates a Model with numba; rows in parallel."""
 
-    def __init__(self, model):
+    name = "reference"
+
+    def __init__(self, model, *, tables=None):
+        """``tables``: ``ir.lowering.lower(model)`` when the caller has it."""
         self.model = model
-        self._tables = vm_tables(lower(model))
+        self._tables = vm_tables(lower(model) if tables is None else tables)
 
     def predict(self, X, budget=None) -> Prediction:
         m = self.model

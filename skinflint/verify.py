@@ -1,13 +1,21 @@
-"""The parity harness: the same rows through every backend, compared to the
+"""The parity harness: the same rows through every runtime, compared to the
 reference bit for bit (``skinflint verify``).
 
-``verify(model, X=None, backends=("reference", "onnx", "c", "c-lazy"), budgets=None)``
-returns a ``ParityReport``; ``report.ok`` is True only when every backend
-matches the reference in output, scores, probabilities, cost, stage and
-features-used on every row.  Rows default to adversarial ones: every
-threshold of the model exactly, one float32 ulp below and above, NaN and
-±inf per feature; budgets default to each row's own cost and the values
-around it.
+``verify(model, X=None, runtimes=("onnx", "c", "c-lazy"), budget=None,
+budgets="around")`` returns a ``ParityReport``; ``report.ok`` is True only
+when every runtime matches the reference in output, scores, probabilities,
+cost, stage, features-used and (for on-demand runtimes) fetch counts on
+every row.  A runtime is an object with ``name`` and ``predict(X,
+budget=None) -> Prediction`` (``ReferenceRuntime``, ``OnnxRuntime``,
+``CRuntime``, built once from the model) or one of the names "onnx", "c",
+"c-lazy", built here; the model is lowered once for all of them.
+
+Rows default to adversarial ones: every threshold of the model exactly, one
+float32 ulp below and above, NaN and +-inf per feature.  ``budget`` means
+what it means to ``predict``: None (no limit), one number for every row, or
+one per row.  ``budgets="around"`` (the default) runs every row a second
+time with budgets at and around its own cost, the sweep that finds halting
+bugs; ``budgets=None`` runs the rows once, with ``budget``.
 """
 from __future__ import annotations
 
@@ -16,7 +24,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from .runtimes.prediction import Prediction, as_features
+from .runtimes.prediction import Prediction, as_budget, as_features
 
 
 def ulp_distance(a, b) -> np.ndarray:
@@ -142,23 +150,28 @@ def budgets_around(costs: np.ndarray, seed=0) -> np.ndarray:
     return np.choose(pick, [costs, below, costs / 2, np.zeros_like(costs), rng.random(len(costs)) * costs])
 
 
-def _runtime(name, model):
-    from .runtimes.reference import ReferenceRuntime
+RUNTIME_NAMES = ("reference", "onnx", "c", "c-lazy")
+
+
+def runtime(name, model, tables=None):
+    """The runtime called ``name`` ("reference", "onnx", "c" or "c-lazy"),
+    built from ``model`` (``tables``: its lowering, when already made)."""
     if name == "reference":
-        return ReferenceRuntime(model).predict
+        from .runtimes.reference import ReferenceRuntime
+        return ReferenceRuntime(model, tables=tables)
     if name in ("c", "c-lazy"):
         from .runtimes.c import CRuntime
-        rt = CRuntime(model)
-        api = "lazy" if name == "c-lazy" else "dense"
-        return lambda X, b: (rt.predict(X, b, api=api), rt.last_fetch_counts if api == "lazy" else None)
+        return CRuntime(model, api="lazy" if name == "c-lazy" else "dense", tables=tables)
     if name == "onnx":
         from .runtimes.onnx import OnnxRuntime
-        return OnnxRuntime(model).predict
-    raise ValueError(f"unknown backend {name!r}; expected reference, c, c-lazy or onnx")
+        return OnnxRuntime(model, tables=tables)
+    raise ValueError(f"unknown backend {name!r}; expected one of {', '.join(RUNTIME_NAMES)}")
 
 
-def compare(model, X, ref: Prediction, got: Prediction, name: str, fetches=None,
-            worst=3) -> BackendReport:
+def compare(model, X, ref: Prediction, got: Prediction, name: str, worst=3) -> BackendReport:
+    """How ``got`` differs from the reference's ``ref`` on rows ``X``, row
+    by row; on-demand predictions (``got.fetches``) must fetch each used
+    feature exactly once."""
     N = len(ref.cost)
     rep = BackendReport(backend=name, rows=N)
     bad_scores = ~_same_bits(ref.scores, got.scores)
@@ -180,8 +193,8 @@ def compare(model, X, ref: Prediction, got: Prediction, name: str, fetches=None,
     bad_used = (ref.features_used != got.features_used).any(1)
     rep.features_used = int(bad_used.sum())
     bad_fetch = np.zeros(N, bool)
-    if fetches is not None:
-        bad_fetch = fetches != ref.features_used.sum(1)
+    if got.fetches is not None:
+        bad_fetch = got.fetches != ref.features_used.sum(1)
         rep.fetches = int(bad_fetch.sum())
     bad = bad_scores | bad_out | bad_proba | bad_cost | bad_stage | bad_used | bad_fetch
     order = np.argsort(-ulp_distance(ref.scores, got.scores).max(1) - bad_cost * 1e12)
@@ -199,37 +212,78 @@ def compare(model, X, ref: Prediction, got: Prediction, name: str, fetches=None,
     return rep
 
 
-def verify(model, X=None, *, backends=("reference", "onnx", "c", "c-lazy"), budgets=None,
-           adversarial=True, seed=0) -> ParityReport:
-    """Run X (plus adversarial rows unless disabled) through each backend,
-    without a budget and with ``budgets`` ("auto": around each row's cost)."""
+def verify(model, X=None, *, runtimes=None, budget=None, budgets="around", adversarial=True, seed=0,
+           max_rows=4000, backends=None) -> ParityReport:
+    """Run ``X`` (plus adversarial rows unless ``adversarial=False``)
+    through each runtime and compare with the reference.
+
+    Parameters
+    ----------
+    model : ir.Model
+    X : array [N, F], optional
+        Rows to check (float32 after rounding); None: adversarial rows only.
+    runtimes : sequence of runtime objects or names
+        Default ("onnx", "c", "c-lazy").  "reference" is skipped (it is the
+        reference).
+    budget : None, float or array [rows]
+        Per-row budget, as ``predict`` takes it (None: no limit).  Per-row
+        budgets need ``adversarial=False`` (the rows are then exactly X).
+    budgets : "around" or None
+        "around" (default): every row again with budgets at and around its
+        own cost (``budgets_around``).  None: the rows once, with ``budget``.
+    adversarial, seed, max_rows
+        Whether to add ``adversarial_rows(model, X, seed=seed,
+        max_rows=max_rows)``.
+    backends
+        The runtimes' former name (names only), kept for callers of
+        ``verify(..., backends=(...), budgets="auto" | number)``: "auto" is
+        "around", a number is ``budget`` with ``budgets=None``.
+    """
     from .ir.json_io import model_hash
-    from .runtimes.reference import predict
+    from .ir.lowering import lower
+    from .runtimes.reference import ReferenceRuntime
+    if backends is not None:
+        if runtimes is not None:
+            raise ValueError("pass runtimes or backends (its former name), not both")
+        runtimes = backends
+    runtimes = ("onnx", "c", "c-lazy") if runtimes is None else runtimes
+    if isinstance(runtimes, str) or not hasattr(runtimes, "__iter__"):
+        runtimes = [runtimes]
+    if budgets == "auto":
+        budgets = "around"
+    elif budgets is not None and budgets != "around":
+        if isinstance(budgets, str):
+            raise ValueError(f"budgets must be 'around' or None, not {budgets!r}")
+        budget, budgets = budgets, None           # the CLI's --budget: one budget for every row
     if X is not None:
         X = as_features(X, model.n_features)
-    rows = adversarial_rows(model, X, seed=seed) if adversarial or X is None else X
+    rows = adversarial_rows(model, X, seed=seed, max_rows=max_rows) if adversarial or X is None else X
     if adversarial and X is not None:
         rows = np.concatenate([X, rows])
-    ref_free = predict(model, rows)
-    if budgets is None or budgets == "auto":
-        b = budgets_around(ref_free.cost, seed)
-        label = "none, and at/around each row's cost"
+    tables = lower(model)
+    reference = ReferenceRuntime(model, tables=tables)
+    b = as_budget(budget, len(rows)) if np.ndim(budget) == 0 or not adversarial else None
+    if b is None:
+        raise ValueError("budget: per-row budgets need adversarial=False (the rows are then exactly X)")
+    label = "none" if budget is None else ("per row" if np.ndim(budget) else f"{float(budget):g}")
+    if budgets == "around":
+        around = budgets_around(reference.predict(rows).cost, seed)
+        X2, B2 = np.concatenate([rows, rows]), np.concatenate([b, around])
+        label += ", and at/around each row's cost"
     else:
-        b = np.broadcast_to(np.asarray(budgets, np.float64), (len(rows),)).copy()
-        label = f"none, and {budgets}"
-    X2 = np.concatenate([rows, rows])
-    B2 = np.concatenate([np.full(len(rows), np.inf), b])
-    ref = predict(model, X2, B2)
+        X2, B2 = rows, b
+    ref = reference.predict(X2, B2)
     reports = []
-    for name in backends:
+    for rt in runtimes:
+        name = rt if isinstance(rt, str) else getattr(rt, "name", type(rt).__name__)
         if name == "reference":
             continue
         try:
-            run = _runtime(name, model)
-            got = run(X2, B2)
+            if isinstance(rt, str):
+                rt = runtime(rt, model, tables)
+            got = rt.predict(X2, B2)
         except (NotImplementedError, RuntimeError) as e:
             reports.append(BackendReport(backend=name, rows=len(X2), error=str(e)))
             continue
-        got, fetches = got if isinstance(got, tuple) else (got, None)
-        reports.append(compare(model, X2, ref, got, name, fetches))
+        reports.append(compare(model, X2, ref, got, name))
     return ParityReport(model_hash=model_hash(model)[:16], rows=len(X2), budgets=label, backends=reports)

@@ -24,7 +24,8 @@ def test_bare_metal_example_matches_reference(board, tmp_path):
     shutil.copytree(EMBEDDED, work, ignore=shutil.ignore_patterns("build"))
     skinflint = f"{sys.executable} -m skinflint"
     model = os.path.join(REPO, "examples", "models", "groups.json")
-    r = subprocess.run(["make", "-s", "run", f"BOARD={board}", f"SKINFLINT={skinflint}", f"MODEL={model}"],
+    r = subprocess.run(["make", "-s", "run", f"BOARD={board}", f"SKINFLINT={skinflint}", f"MODEL={model}",
+                        f"PYTHON={sys.executable}"],
                        cwd=work, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     got = re.findall(r"row (\d+): (\w+), margin (-?\d+)/1000, cost (\d+)/1000, stage (-?\d+), (\d+) fetches",
@@ -38,3 +39,21 @@ def test_bare_metal_example_matches_reference(board, tmp_path):
         assert int(cost) == int(ref.cost[i] * 1000)
         assert int(stage) == ref.stage[i]
         assert int(fetches) == ref.features_used[i].sum()
+
+
+@pytest.mark.parametrize("board", ["mps2-an386", "microbit"])
+def test_bare_metal_support_files_come_from_the_package(board):
+    # the start-up code and linker scripts are package data (found through
+    # importlib.resources), so an installed wheel can build bare-metal code
+    from skinflint.runtimes.c_targets import TARGETS, bare_metal_files, embedded_dir
+    files = bare_metal_files(board)
+    assert os.path.dirname(files["startup"]) == embedded_dir()
+    assert "Reset_Handler" in open(files["startup"]).read()
+    assert "MEMORY" in open(files["linker_script"]).read()
+    assert board in {t.bare_metal for t in TARGETS.values()}
+    if shutil.which("make") is None:
+        pytest.skip("make is not installed")
+    r = subprocess.run(["make", "-n", f"BOARD={board}", f"PYTHON={sys.executable}", "SKINFLINT=true",
+                        "build/" + board + "/app.elf"], cwd=EMBEDDED, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert f"-T {files['linker_script']}" in r.stdout and files["startup"] in r.stdout

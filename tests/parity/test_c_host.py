@@ -10,17 +10,16 @@ from tests.conftest import example_paths, load_example
 
 @pytest.mark.parametrize("path", example_paths(), ids=lambda p: p.rsplit("/", 1)[-1])
 def test_examples_dense_and_lazy_match_reference(path):
-    report = verify(ir.load(path), backends=("c", "c-lazy"))
+    report = verify(ir.load(path), runtimes=("c", "c-lazy"))
     assert report.ok, report.table()
 
 
 def test_lazy_fetches_only_what_the_path_needs():
     m = load_example("classifier_tree")
     X = np.array([[1, -1, 9, 5.5, 7, 8]] * 3, np.float32)
-    rt = CRuntime(m)
-    p = rt.predict(X, budget=[np.inf, 11, 0], api="lazy")
+    p = CRuntime(m, api="lazy").predict(X, budget=[np.inf, 11, 0])
     # full path: sign_x, sign_z, z_+-; budget 11 stops before the 10-cost leaf feature
-    np.testing.assert_array_equal(rt.last_fetch_counts, [3, 2, 0])
+    np.testing.assert_array_equal(p.fetches, [3, 2, 0])
     np.testing.assert_array_equal(p.cost, [12, 2, 0])
 
 

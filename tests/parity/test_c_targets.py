@@ -1,14 +1,13 @@
 """Bit-exact parity of generated C with the reference on every build:
 host gcc/clang at -O2 and -O0, ASan+UBSan, aarch64 and armhf under
 qemu-user, Cortex-M4F and Cortex-M0 bare metal under qemu-system-arm."""
-import numpy as np
 import pytest
 
 from skinflint import ir
 from skinflint.ir.random_model import random_model
-from skinflint.runtimes.c_targets import TARGETS, run_on_target, target_available
-from skinflint.runtimes.reference import predict
-from skinflint.verify import adversarial_rows, budgets_around, compare
+from skinflint.runtimes.c import CRuntime
+from skinflint.runtimes.c_targets import TARGETS, target_available
+from skinflint.verify import verify
 from tests.conftest import example_paths
 
 MODELS = {p.rsplit("/", 1)[-1][:-5]: p for p in example_paths()}
@@ -18,14 +17,10 @@ def _check(model, target):
     ok, why = target_available(target)
     if not ok:
         pytest.skip(why)
-    X = adversarial_rows(model, max_rows=600)
-    b = budgets_around(predict(model, X).cost)
-    X2 = np.concatenate([X, X])
-    B2 = np.concatenate([np.full(len(X), np.inf), b])
-    ref = predict(model, X2, B2)
-    dense, (lazy, fetches) = run_on_target(model, X2, B2, target)
-    for rep in (compare(model, X2, ref, dense, target), compare(model, X2, ref, lazy, target + "-lazy", fetches)):
-        assert rep.ok, rep.worst_rows
+    # one program run on the target serves both APIs (c_targets caches it)
+    report = verify(model, runtimes=[CRuntime(model, target=target), CRuntime(model, api="lazy", target=target)],
+                    max_rows=600)
+    assert report.ok, report.table()
 
 
 @pytest.mark.parametrize("target", list(TARGETS))

@@ -14,5 +14,5 @@ from skinflint.verify import verify
           suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 2**31 - 1))
 def test_random_models_match_reference_on_every_backend(seed):
-    report = verify(random_model(seed), backends=("onnx", "c", "c-lazy"))
+    report = verify(random_model(seed), runtimes=("onnx", "c", "c-lazy"))
     assert report.ok, f"seed {seed}\n{report.table()}"

@@ -1,0 +1,128 @@
+"""Runtimes are objects built once from a model, with one
+``predict(X, budget=None) -> Prediction``; ``verify`` takes them or their
+names, one budget of predict's meaning plus the "around" sweep, and lowers
+the model once (issue 14)."""
+import numpy as np
+import pytest
+
+from skinflint.runtimes.c import CRuntime
+from skinflint.runtimes.onnx import OnnxRuntime
+from skinflint.runtimes.prediction import Prediction
+from skinflint.runtimes.reference import ReferenceRuntime, predict
+from skinflint.verify import adversarial_rows, verify
+from tests.conftest import load_example
+
+
+def test_every_runtime_predicts_a_prediction_and_only_on_demand_ones_count_fetches():
+    m = load_example("groups")
+    X = adversarial_rows(m, max_rows=200)
+    ref = predict(m, X, 21.5)
+    for rt in (ReferenceRuntime(m), OnnxRuntime(m), CRuntime(m), CRuntime(m, api="lazy")):
+        got = rt.predict(X, 21.5)
+        assert isinstance(got, Prediction)
+        np.testing.assert_array_equal(got.cost, ref.cost)
+        if rt.name == "c-lazy":
+            # each feature fetched once, when first used; never one it could not pay
+            np.testing.assert_array_equal(got.fetches, ref.features_used.sum(1))
+        else:
+            assert got.fetches is None
+    assert [r.name for r in (ReferenceRuntime(m), OnnxRuntime(m), CRuntime(m), CRuntime(m, api="lazy"))] == \
+        ["reference", "onnx", "c", "c-lazy"]
+
+
+def test_bad_runtime_options_are_errors():
+    m = load_example("trees")
+    with pytest.raises(ValueError, match="api"):
+        CRuntime(m, api="eager")
+    with pytest.raises(ValueError, match="target"):
+        CRuntime(m, target="pdp11")
+    with pytest.raises(ValueError, match="host"):
+        CRuntime(m, target="aarch64", cc="gcc")
+    proto = OnnxRuntime(m).proto
+    with pytest.raises(ValueError, match="need a Model"):
+        OnnxRuntime(proto, tree_op="TreeEnsembleRegressor")
+
+
+def test_verify_takes_objects_and_names_and_lowers_once(monkeypatch):
+    import skinflint.compilers.c as cc
+    import skinflint.compilers.onnx as co
+    import skinflint.ir.lowering as lowering
+    import skinflint.runtimes.reference as rr
+    m = load_example("linear_over_trees")
+    calls = []
+    real = lowering.lower
+
+    def counting(model):
+        calls.append(model)
+        return real(model)
+    for mod in (lowering, cc, co, rr):
+        monkeypatch.setattr(mod, "lower", counting)
+    report = verify(m, runtimes=["onnx", "c", "c-lazy"])
+    assert report.ok, report.table()
+    assert len(calls) == 1
+    assert [b.backend for b in report.backends] == ["onnx", "c", "c-lazy"]
+    monkeypatch.undo()
+    mixed = verify(m, runtimes=[OnnxRuntime(m, tree_op="TreeEnsembleRegressor"), "c"])
+    assert mixed.ok and [b.backend for b in mixed.backends] == ["onnx (TreeEnsembleRegressor)", "c"]
+
+
+class _OffByOneUlp:
+    """A runtime that is wrong in the last bit of one row's score."""
+    name = "off-by-one-ulp"
+
+    def __init__(self, model):
+        self.inner = ReferenceRuntime(model)
+
+    def predict(self, X, budget=None):
+        p = self.inner.predict(X, budget)
+        p.scores[5] = np.nextafter(p.scores[5], np.float32(np.inf))
+        return p
+
+
+def test_verify_reports_a_runtime_object_that_differs():
+    m = load_example("trees")
+    report = verify(m, runtimes=[_OffByOneUlp(m)])
+    assert not report.ok
+    b = report.backends[0]
+    # verify runs both passes (no budget, budgets around) in one predict call:
+    # only row 5 of that call differs, by one ulp
+    assert (b.backend, b.scores, b.max_ulp) == ("off-by-one-ulp", 1, 1)
+    assert b.worst_rows[0]["row"] == 5
+
+
+def test_verify_budget_has_predicts_meaning_and_around_is_a_mode():
+    m = load_example("groups")
+    X = adversarial_rows(m, max_rows=100)
+    seen = []
+
+    class Recorder:
+        name = "recorder"
+
+        def __init__(self):
+            self.inner = ReferenceRuntime(m)
+
+        def predict(self, X, budget=None):
+            seen.append(np.array(budget, np.float64))
+            return self.inner.predict(X, budget)
+    assert verify(m, X, runtimes=[Recorder()], budget=21.5, budgets=None, adversarial=False).ok
+    np.testing.assert_array_equal(seen[-1], np.full(len(X), 21.5))
+    per_row = np.linspace(0, 30, len(X))
+    assert verify(m, X, runtimes=[Recorder()], budget=per_row, budgets=None, adversarial=False).ok
+    np.testing.assert_array_equal(seen[-1], per_row)
+    report = verify(m, X, runtimes=[Recorder()], adversarial=False)      # budgets="around"
+    assert report.rows == 2 * len(X)
+    free = predict(m, X).cost
+    np.testing.assert_array_equal(seen[-1][:len(X)], np.inf)
+    assert np.all(seen[-1][len(X):] <= free)
+    with pytest.raises(ValueError, match="per-row budgets need adversarial=False"):
+        verify(m, X, runtimes=[Recorder()], budget=per_row)
+    with pytest.raises(ValueError, match="around"):
+        verify(m, X, runtimes=[Recorder()], budgets="sometimes")
+
+
+def test_the_cli_and_demo_call_forms_still_work():
+    m = load_example("cascade")
+    auto = verify(m, backends=("c-lazy",), budgets="auto")
+    assert auto.ok and auto.budgets == "none, and at/around each row's cost"
+    fixed = verify(m, backends=("c",), budgets=2.5)
+    assert fixed.ok and fixed.budgets == "2.5" and fixed.rows == auto.rows // 2
