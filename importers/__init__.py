@@ -1,0 +1,1 @@
+"""Importers: LightGBM, XGBoost and scikit-learn models as skinflint IR."""
