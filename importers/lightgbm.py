@@ -1,0 +1,216 @@
+"""LightGBM boosters as skinflint IR.
+
+The importer reads LightGBM's text model (``Booster.model_to_string()`` or a
+model file), whose thresholds and leaf values are printed with 17 digits, so
+they parse to LightGBM's own doubles exactly.  Conversion, per feature of the
+model:
+
+* ``double(x) <= t`` becomes the float32 test ``x <= t32`` with ``t32`` the
+  largest float32 <= t (``thresholds.le_threshold``): every float32 row
+  reaches the same leaf as in LightGBM, in every tree;
+* ``missing_type``: ``NaN`` sends NaN to the default child; ``None`` treats
+  NaN as 0.0 (so NaN goes where 0 goes); ``Zero`` (``zero_as_missing``)
+  sends NaN and every x in LightGBM's zero band (-1e-35, 1e-35] to the
+  default child, which is one float32 test only when the band already lies
+  on the default side of the threshold: other ``Zero`` splits are refused;
+* multiclass (``num_tree_per_iteration`` = K): tree i belongs to class
+  i mod K, a K-output bank with -0.0 (the exact additive identity) in the
+  other columns;
+* refused with an error naming them: categorical splits, linear trees
+  (``linear_tree``), random-forest mode (``average_output``), objectives
+  whose transform the IR lacks (unless ``raw_margin=True``).
+
+Leaf values and sums: LightGBM adds double leaf values in double.  The IR's
+``trees`` node holds float32 leaves summed in float32, so the margins are
+within the bound of ``margin_error_bound`` of LightGBM's (routing is exact;
+docs/importers.md).  ``init_score`` is not stored in a LightGBM model and
+``predict(raw_score=True)`` does not add it; pass ``init_score=`` to put a
+constant one in front of the trees' sum.
+"""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from ..ir import builders
+from ._common import bank_model, one_hot_values, resolve_costs
+from .thresholds import le_threshold, le_zero_region
+
+K_ZERO_THRESHOLD = 1e-35          # LightGBM's kZeroThreshold (a float constant)
+_REGRESSION = ("regression", "regression_l2", "regression_l1", "huber", "fair", "quantile", "mape",
+               "lambdarank", "rank_xendcg")
+_MISSING = {0: "None", 1: "Zero", 2: "NaN"}
+U32 = 2.0 ** -24                  # float32 unit roundoff
+
+
+def _model_text(model, num_iteration):
+    import lightgbm as lgb
+    if hasattr(model, "booster_"):
+        model = model.booster_
+    if isinstance(model, lgb.Booster):
+        return model.model_to_string(num_iteration=num_iteration)
+    if isinstance(model, (str, os.PathLike)):
+        if isinstance(model, str) and model.lstrip().startswith("tree\n"):
+            return model
+        if not os.path.exists(model):
+            raise FileNotFoundError(f"{os.fspath(model)}: no such LightGBM model file")
+        return lgb.Booster(model_file=os.fspath(model)).model_to_string(num_iteration=num_iteration)
+    raise TypeError(f"from_lightgbm: expected a LightGBM Booster, LGBMModel, model file or model "
+                    f"string, got {type(model).__name__}")
+
+
+def _sections(text):
+    """The header dict and one dict per tree, values as strings."""
+    head, trees, cur = {}, [], None
+    for line in text.split("\n"):
+        if line.startswith("Tree="):
+            cur = {}
+            trees.append(cur)
+            continue
+        if line.startswith("end of trees"):
+            break
+        k, eq, v = line.partition("=")
+        if eq:
+            (head if cur is None else cur)[k] = v
+    return head, trees
+
+
+def _arr(t, key, dtype, i):
+    try:
+        return np.array(t[key].split(), dtype)
+    except KeyError:
+        raise ValueError(f"LightGBM model: tree {i} has no {key!r} line; the file is damaged") from None
+
+
+def _tree(t, i, n_class, klass, feature_names):
+    """One LightGBM tree as local arrays: internal nodes, then leaves."""
+    if t.get("is_linear", "0") != "0":
+        raise ValueError("LightGBM linear trees (linear_tree=True) are not supported by the importer; "
+                         "retrain with linear_tree=False")
+    n_leaves = int(t["num_leaves"])
+    leaf_value = _arr(t, "leaf_value", np.float64, i)
+    if n_leaves == 1:
+        val = leaf_value[:1]
+        return {"feature": [-1], "threshold": [0.0], "left": [-1], "right": [-1],
+                "value": one_hot_values(val, klass, n_class) if n_class > 1 else val,
+                "missing_left": [True]}
+    if int(t.get("num_cat", "0")) > 0:
+        raise ValueError(f"LightGBM categorical splits (tree {i}) are not supported by the importer; "
+                         "one-hot encode the categories or train without categorical_feature")
+    feat = _arr(t, "split_feature", np.int64, i)
+    thr = le_threshold(_arr(t, "threshold", np.float64, i))
+    dt = _arr(t, "decision_type", np.int64, i)
+    lc, rc = _arr(t, "left_child", np.int64, i), _arr(t, "right_child", np.int64, i)
+    n_int = n_leaves - 1
+    default_left = (dt & 2) != 0
+    missing = (dt >> 2) & 3
+    missing_left = np.where(missing == 0, np.float32(0) <= thr, default_left)
+    for m in np.flatnonzero(missing == 1):
+        if not le_zero_region(thr[m], bool(default_left[m]), K_ZERO_THRESHOLD):
+            f = feature_names[feat[m]] if feature_names else f"feature {feat[m]}"
+            raise ValueError(f"LightGBM zero_as_missing split (missing_type=Zero) on {f} in tree {i}: "
+                             "values near 0 take the default direction against the threshold, which "
+                             "one float32 test cannot express; retrain with zero_as_missing=False "
+                             "(use NaN for missing values)")
+    bad = np.flatnonzero(dt & 1)
+    if bad.size:
+        raise ValueError(f"LightGBM categorical split at node {bad[0]} of tree {i} is not supported")
+    child = lambda c: np.where(c >= 0, c, n_int + ~c)  # noqa: E731  (leaf ~j sits at n_int + j)
+    val = np.concatenate([np.zeros(n_int), leaf_value])
+    return {"feature": np.concatenate([feat, np.full(n_leaves, -1)]),
+            "threshold": np.concatenate([thr, np.zeros(n_leaves, np.float32)]),
+            "left": np.concatenate([child(lc), np.full(n_leaves, -1)]),
+            "right": np.concatenate([child(rc), np.full(n_leaves, -1)]),
+            "value": one_hot_values(val, klass, n_class) if n_class > 1 else val,
+            "missing_left": np.concatenate([missing_left, np.ones(n_leaves, bool)])}
+
+
+def _task(objective, n_class, classes, raw_margin):
+    name, *args = objective.split()
+    opts = dict(a.split(":", 1) for a in args if ":" in a)
+    if name in ("binary", "cross_entropy", "xentropy") and n_class == 1:
+        cl = classes if classes is not None else (0, 1)
+        if float(opts.get("sigmoid", "1")) != 1.0:
+            # labels still come from margin > 0; LightGBM's probability is
+            # logistic(sigmoid * margin), which the IR's transform is not
+            return builders.binary_task(cl, transform="identity")
+        return builders.binary_task(cl)
+    if name in ("multiclass", "softmax", "multiclassova", "ovr", "multiclass_ova"):
+        cl = classes if classes is not None else tuple(range(n_class))
+        return builders.multiclass_task(cl, transform="softmax" if name in ("multiclass", "softmax")
+                                        else "identity")
+    if name in _REGRESSION or raw_margin:
+        return builders.regression_task(n_class)
+    raise ValueError(f"LightGBM objective {name!r} transforms the raw score in a way the IR has no "
+                     "equal for; pass raw_margin=True to import the raw score (raw_score=True) as "
+                     "a regression")
+
+
+def from_lightgbm(model, costs=None, *, classes=None, raw_margin=False, num_iteration=None,
+                  init_score=None):
+    """Import a LightGBM model as an IR model.
+
+    Parameters
+    ----------
+    model : lightgbm.Booster, LGBMModel, model file path or model string
+    costs : FeatureCosts, cost CSV path, array [F] or None
+        Feature costs and groups (None: every feature costs 1).
+    classes : sequence, optional
+        Class labels (default: the sklearn wrapper's ``classes_`` or 0..K-1).
+    raw_margin : bool, default False
+        Import objectives whose transform the IR lacks (poisson, tweedie,
+        gamma, ...) as a regression on the raw score.
+    num_iteration : int, optional
+        As LightGBM's: None keeps the best iteration if there is one.
+    init_score : float or array [K], optional
+        A constant added in front of the trees (LightGBM's ``predict``
+        never adds a training ``init_score``).
+
+    Returns
+    -------
+    ir.Model
+        One ``trees`` node.  Every row reaches the same leaves as in
+        LightGBM; the margins are float32 sums of float32-rounded leaves,
+        within ``margin_error_bound`` of LightGBM's double ones.
+    """
+    if classes is None and hasattr(model, "classes_"):
+        classes = tuple(model.classes_)
+    head, trees = _sections(_model_text(model, num_iteration))
+    if "average_output" in head:
+        raise ValueError("LightGBM random-forest mode (boosting='rf', average_output) divides the sum "
+                         "of trees by their number, which the importer does not reproduce exactly")
+    if not trees:
+        raise ValueError("from_lightgbm: the model has no trees")
+    n_class = int(head.get("num_tree_per_iteration", head.get("num_class", "1")))
+    n_features = int(head["max_feature_idx"]) + 1
+    names = head.get("feature_names", "").split() or None
+    task = _task(head.get("objective", "regression"), n_class, classes, raw_margin)
+    K = task.n_outputs
+    banks = [_tree(t, i, K, i % K, names) for i, t in enumerate(trees)]
+    base = np.zeros(K) if init_score is None else np.broadcast_to(np.asarray(init_score, np.float64), (K,))
+    fc = resolve_costs(costs, n_features, names)
+    meta = {"library": "lightgbm", "objective": head.get("objective", ""), "n_trees": len(trees),
+            "exact": "routing exact; margins float32, see margin_error_bound"}
+    return bank_model(banks, fc, task, base_score=base, source="lightgbm", info=meta)
+
+
+def margin_error_bound(leaf_values: np.ndarray) -> np.ndarray:
+    """A bound on |IR margin - LightGBM margin| for rows with these leaves.
+
+    Parameters
+    ----------
+    leaf_values : array [N, T] of float64
+        Each row's leaf value in each tree of one output (LightGBM's doubles,
+        e.g. from ``predict(pred_leaf=True)``), in tree order.
+
+    Returns
+    -------
+    ndarray [N] of float64
+        Rounding each leaf to float32 errs by at most u|v_t| (u = 2^-24);
+        each float32 addition by at most u times its partial sum, which is
+        at most sum|v| (1 + u)^T; LightGBM's own double sum errs by at most
+        T 2^-53 sum|v|.  So |error| <= (2T + 1) u (1 + u)^T sum_t |v_t|.
+    """
+    T = leaf_values.shape[1]
+    return (2 * T + 1) * U32 * (1 + U32) ** T * np.abs(leaf_values).sum(1)
