@@ -11,6 +11,7 @@ every reported number comes from it (docs/trees.md).
 from __future__ import annotations
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from .. import ir
 from ..runtimes.reference import predict as ref_predict
@@ -68,7 +69,64 @@ def bank_outputs(bank, X, n_features):
     return np.ascontiguousarray(np.stack(cols, 1), np.float32)
 
 
-class _CSTCMixin:
+class _TreeIR:
+    """IR export shared by CSTC and ASTC (``tree_``, ``_basis``, ``_costs`` fitted)."""
+
+    def _ir_from(self, ht: HardTree) -> ir.Model:
+        first = 0 if self._basis.bank is None else 1
+        nodes = to_ir_nodes(ht, self._basis.inputs(), first_index=first,
+                            name=type(self).__name__)
+        if first:
+            nodes = [self._basis.bank] + nodes
+        return self._ir_model(nodes, len(nodes) - 1, self._task(), self._costs)
+
+    def to_ir(self) -> ir.Model:
+        """The fitted tree as an IR model (a ``classifier_tree`` of ``linear``
+        scorers, over a ``trees`` bank when one was given)."""
+        return self._ir_from(self.tree_)
+
+    def _prepare(self, X, y):
+        """(float32 X, target in training units, FeatureCosts, basis)."""
+        X, y = self._validate_X_y(X, y)
+        costs = self._cost_spec(X.shape[1])
+        if self.bank is None and np.isnan(X).any():
+            raise ValueError("X: NaN found; linear scorers over raw features cannot route a "
+                             "missing value; impute it, or pass a tree bank (bank=...) that "
+                             "routes NaN inside its trees")
+        return X, self._encode_target(y), costs, _Basis(self.bank, costs)
+
+
+class _SquaredRegression:
+    def _encode_target(self, y, reset=True):
+        y = np.asarray(y, np.float64)
+        if not np.all(np.isfinite(y)):
+            raise ValueError("y: regression targets must be finite")
+        return y
+
+    def _task(self):
+        return ir.regression_task()
+
+    @staticmethod
+    def _val_score(model, Xv, yv):
+        return -float(np.mean((ref_predict(model, Xv).output - np.asarray(yv, np.float64)) ** 2))
+
+
+class _SquaredBinary:
+    def _encode_target(self, y, reset=True):
+        idx = self._encode_labels(y, reset=reset)
+        if len(self.classes_) != 2:
+            raise ValueError(f"{type(self).__name__} is binary; y has {len(self.classes_)} classes")
+        return 2.0 * idx - 1.0
+
+    def _task(self):
+        return ir.binary_task(self._ir_classes(), "identity")
+
+    @staticmethod
+    def _val_score(model, Xv, yv):
+        return float(np.mean(ref_predict(model, Xv).output == yv))
+
+
+class _CSTCMixin(_TreeIR):
     """Parameters (defaults in brackets)
     ----------
     cost_tradeoff : float [0.01]
@@ -138,16 +196,6 @@ class _CSTCMixin:
         if not (isinstance(self.cost_reweight_rounds, (int, np.integer)) and self.cost_reweight_rounds >= 0):
             raise ValueError(f"cost_reweight_rounds must be an integer >= 0, got {self.cost_reweight_rounds!r}")
 
-    def _prepare(self, X, y):
-        """(float32 X, target in training units, FeatureCosts, basis)."""
-        X, y = self._validate_X_y(X, y)
-        costs = self._cost_spec(X.shape[1])
-        if self.bank is None and np.isnan(X).any():
-            raise ValueError("X: NaN found; linear scorers over raw features cannot route a "
-                             "missing value; impute it, or pass a tree bank (bank=...) that "
-                             "routes NaN inside its trees")
-        return X, self._encode_target(y), costs, _Basis(self.bank, costs)
-
     # ------------------------------------------------------------ fitting
     def fit(self, X, y, eval_set=None):
         """Train the tree (thesis §3.4.3-3.4.5).
@@ -162,36 +210,41 @@ class _CSTCMixin:
         self._check_params()
         X, t, costs, basis = self._prepare(X, y)
         self._costs, self._basis = costs, basis
+        # one BLAS thread: the model bytes must not depend on the thread count,
+        # and node-sized products gain nothing from threads
+        with threadpool_limits(limits=1, user_api="blas"):
+            return self._fit(X, t, basis, eval_set)
+
+    def _fit(self, X, t, basis, eval_set):
         Z32 = basis.matrix(X)
         self._std = std = Standardizer.fit(Z32, t)
         tree = SoftTree(std.columns(Z32), std.target(t), basis.items(), int(self.max_depth),
                         self.cost_tradeoff, self.rho, self.steepness)
         tree.initialise()
-        self._Z32, self._rows = Z32, np.arange(Z32.shape[0])
         if eval_set is not None and self.prune and tree.K > 1:
             Xv, yv = eval_set
-            self._prune(tree, self._validate_X(Xv, reset=False), np.asarray(yv))
+            self._prune(tree, Z32, self._validate_X(Xv, reset=False), np.asarray(yv))
         tree.bcd(self.max_cycles, self.tol)
         for _ in range(int(self.cost_reweight_rounds)):
             tree.reweight(self.reweight_eps)
             tree.bcd(self.max_cycles, self.tol)
-        self.tree_ = self._export(tree, fine_tune=self.fine_tune)
+        self.tree_ = self._export(tree, Z32, fine_tune=self.fine_tune)
         self.objective_history_ = list(tree.history)
         self.n_nodes_ = int(tree.alive.sum())
         self._soft = tree
-        del self._Z32
         return self._set_model(self.to_ir())
 
-    def _export(self, tree: SoftTree, fine_tune="none") -> HardTree:
+    def _export(self, tree: SoftTree, Z32, fine_tune="none") -> HardTree:
         """Hard tree in raw units: scorers folded, thresholds placed between
-        distinct IR margins of the training rows, exits fine-tuned."""
+        distinct IR margins of the training rows (``Z32``, the float32
+        basis), exits fine-tuned."""
         K, std = tree.K, self._std
         scorers = [Scorer.from_float64(*std.fold(tree.beta[k], tree.bias[k])) for k in range(K)]
         ht = HardTree(scorers, tree.child.copy(), np.zeros(K, np.float32))
         if fine_tune != "none":
             self._fine_tune(tree, ht, fine_tune)
         theta_raw = np.array([std.margin(th) for th in tree.theta])
-        route_rows(ht, self._Z32, self._rows, theta_raw)
+        route_rows(ht, Z32, np.arange(Z32.shape[0]), theta_raw)
         return ht
 
     def _fine_tune(self, tree: SoftTree, ht: HardTree, how):
@@ -214,12 +267,12 @@ class _CSTCMixin:
             else:
                 ht.exit[(k, side)] = sc
 
-    def _prune(self, tree: SoftTree, Xv, yv):
+    def _prune(self, tree: SoftTree, Z32, Xv, yv):
         """Bottom-up: at a node whose children are leaves or terminals, try
         removing both, the lower or the upper child; keep the best variant if
         the validation score (through the IR) is not worse, fewer nodes first."""
         def score():
-            return self._val_score(self._ir_from(self._export(tree)), Xv, yv)
+            return self._val_score(self._ir_from(self._export(tree, Z32)), Xv, yv)
         best = score()
         changed = True
         while changed:
@@ -247,19 +300,6 @@ class _CSTCMixin:
                         tree.remove_child(k, sd)
                     best, changed = sc, True
 
-    def _ir_from(self, ht: HardTree) -> ir.Model:
-        first = 0 if self._basis.bank is None else 1
-        nodes = to_ir_nodes(ht, self._basis.inputs(), first_index=first,
-                            name=type(self).__name__)
-        if first:
-            nodes = [self._basis.bank] + nodes
-        return self._ir_model(nodes, len(nodes) - 1, self._task(), self._costs)
-
-    def to_ir(self) -> ir.Model:
-        """The fitted tree as an IR model (a ``classifier_tree`` of ``linear``
-        scorers, over a ``trees`` bank when one was given)."""
-        return self._ir_from(self.tree_)
-
     # ------------------------------------------------------------ lambda
     def lambda_grid(self, X, y, n=21):
         """lambda values worth trying: lambda_max, the group-lasso KKT bound
@@ -281,41 +321,15 @@ class _CSTCMixin:
         return lam_max * 2.0 ** (-np.arange(n) / 2)
 
 
-class CSTCRegressor(_CSTCMixin, CostSensitiveRegressor):
+class CSTCRegressor(_CSTCMixin, _SquaredRegression, CostSensitiveRegressor):
     """CSTC for regression, squared loss (thesis §3.4)."""
 
     __doc__ += "\n\n" + _CSTCMixin.__doc__
 
-    def _encode_target(self, y, reset=True):
-        y = np.asarray(y, np.float64)
-        if not np.all(np.isfinite(y)):
-            raise ValueError("y: regression targets must be finite")
-        return y
 
-    def _task(self):
-        return ir.regression_task()
-
-    @staticmethod
-    def _val_score(model, Xv, yv):
-        return -float(np.mean((ref_predict(model, Xv).output - np.asarray(yv, np.float64)) ** 2))
-
-
-class CSTCClassifier(_CSTCMixin, CostSensitiveClassifier):
+class CSTCClassifier(_CSTCMixin, _SquaredBinary, CostSensitiveClassifier):
     """Binary CSTC: squared loss on targets -1 / +1 (as the thesis and
     Kusner et al.); the IR margin is the score, the label is classes_[1] iff
     margin > 0 (identity output transform)."""
 
     __doc__ += "\n\n" + _CSTCMixin.__doc__
-
-    def _encode_target(self, y, reset=True):
-        idx = self._encode_labels(y, reset=reset)
-        if len(self.classes_) != 2:
-            raise ValueError(f"{type(self).__name__} is binary; y has {len(self.classes_)} classes")
-        return 2.0 * idx - 1.0
-
-    def _task(self):
-        return ir.binary_task(self._ir_classes(), "identity")
-
-    @staticmethod
-    def _val_score(model, Xv, yv):
-        return float(np.mean(ref_predict(model, Xv).output == yv))

@@ -193,7 +193,7 @@ class SoftTree:
         gram = X1.T @ (w[:, None] * X1)
         rhs = X1.T @ (w * self.y)
         if ridge_start:
-            z = np.linalg.solve(gram + 1e-6 * np.diag(np.r_[np.ones(A.size), 0.0]), rhs)
+            z = np.linalg.solve(gram + np.diag(np.r_[np.full(A.size, 1e-6), 1e-10]), rhs)
             self.beta[k, A], self.bias[k] = z[:-1], z[-1]
         prev = np.inf
         for _ in range(n_iter):
@@ -209,7 +209,8 @@ class SoftTree:
             Gam = self.lam * P * (self.M[:, A].T @ inv)
             if self.rho > 0:
                 Gam = Gam + self.rho / np.abs(b)
-            z = np.linalg.solve(gram + np.diag(np.r_[Gam, 0.0]), rhs)
+            # 1e-10: keeps the system regular for a node that no row reaches
+            z = np.linalg.solve(gram + np.diag(np.r_[Gam, 0.0] + 1e-10), rhs)
             self.beta[k, A], self.bias[k] = z[:-1], z[-1]
             r = X1 @ z - self.y
             f = (0.5 * float(w @ (r * r)) + self.rho * float(np.abs(z[:-1]).sum())
@@ -342,7 +343,7 @@ class SoftTree:
         X1[:, -1] = 1.0
         gram = X1.T @ (w[:, None] * X1)
         rhs = X1.T @ (w * self.y)
-        reg = np.r_[np.full(cols.size, 1e-10), 0.0]
+        reg = np.full(cols.size + 1, 1e-10)
         z = np.linalg.solve(gram + np.diag(reg), rhs)
         for _ in range(n_iter if rho > 0 else 0):
             d = np.r_[rho / np.maximum(np.abs(z[:-1]), 1e-8), 0.0]
