@@ -31,15 +31,68 @@ _env = jinja2.Environment(
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
+def hex_literal(v, suffix="") -> str:
+    """The shortest C99 hex-float literal of the double ``v`` (exact):
+    Python's ``float.hex`` with the mantissa's trailing zeros trimmed,
+    0.5 -> ``0x1p-1``, 1.5 -> ``0x1.8p+0``; ``suffix`` "f" for a float."""
+    h = float(v).hex()
+    mant, exp = h.split("p")
+    if "." in mant:
+        mant = mant.rstrip("0").rstrip(".")
+    return f"{mant}p{exp}{suffix}"
+
+
 def _c_floats(a) -> str:
     a = np.asarray(a, np.float32).ravel()
     if not np.all(np.isfinite(a)):
         raise ValueError("non-finite float32 parameter cannot be compiled")
-    return ", ".join(float(v).hex() + "f" for v in a)
+    return ", ".join(hex_literal(v, "f") for v in a.tolist())
 
 
 def _c_doubles(a) -> str:
-    return ", ".join(float(v).hex() for v in np.asarray(a, np.float64).ravel())
+    return ", ".join(hex_literal(v) for v in np.asarray(a, np.float64).ravel().tolist())
+
+
+def _float_constant(v) -> str:
+    return _c_floats([v])
+
+
+def signature(ret, name, params, width=100) -> str:
+    """A C function head ``ret name(params)``, wrapped before ``width``
+    columns with continuation lines aligned under the first parameter,
+    whatever the length of ``name`` (the prefix)."""
+    head = f"{ret} {name}("
+    lines, line = [], head
+    for i, p in enumerate(params):
+        last = i == len(params) - 1
+        piece = p + (")" if last else ", ")
+        # the last line leaves room for the ";" or " {" that follows the head
+        if line.strip() != head.strip() and len(line) + len(piece.rstrip()) + (2 if last else 0) > width:
+            lines.append(line.rstrip())
+            line = " " * len(head)
+        line += piece
+    return "\n".join(lines + [line if params else head + "void)"])
+
+
+def _signatures(prefix) -> dict:
+    """The public API's heads, shared by the header and the source."""
+    res, ws = f"{prefix}_result", f"{prefix}_workspace"
+    return {
+        "predict": signature("void", f"{prefix}_predict", ["const float *x", f"{res} *out"]),
+        "predict_budget": signature("void", f"{prefix}_predict_budget",
+                                    ["const float *x", "double budget", f"{res} *out"]),
+        "predict_batch": signature("void", f"{prefix}_predict_batch",
+                                   ["const float *X", "int32_t n_rows", "const double *budgets", f"{res} *out"]),
+        "predict_lazy": signature("int32_t", f"{prefix}_predict_lazy",
+                                  [f"{prefix}_feature_fn fetch", "void *ctx", "double budget", f"{ws} *ws",
+                                   f"{res} *out"]),
+        "feature_used": signature("int", f"{prefix}_feature_used", [f"const {ws} *ws", "int32_t feature"]),
+        "predict_flat": signature("void", f"{prefix}_predict_flat",
+                                  ["const float *X", "int32_t n_rows", "const double *budgets", "float *scores",
+                                   "float *proba", "int32_t *label", "double *cost", "int32_t *stage",
+                                   "uint8_t *used"]),
+        "workspace_size": signature("uint32_t", f"{prefix}_workspace_size", []),
+    }
 
 
 def _c_ints(a) -> str:
@@ -94,11 +147,15 @@ def render(model, prefix="model", *, tables=None) -> dict[str, str]:
         has_kernel=KIND_KERNEL in kinds, is_control=t.top_kind >= KIND_CASCADE,
         top_is_cascade=t.top_kind == KIND_CASCADE, top_is_ctree=t.top_kind == KIND_CTREE,
         n_ctl=int(t.ctl_scorer.shape[0]), codes=C_DEFINES, needs_exp=KIND_KERNEL in kinds or P > 0, t=tables,
-        EXP_HI=numerics.hexfloat(numerics.EXP_HI), EXP_LO=numerics.hexfloat(numerics.EXP_LO),
-        LOG2E=numerics.hexfloat(numerics.LOG2E), HALF=numerics.hexfloat(numerics.HALF),
-        LN2_HI=numerics.hexfloat(numerics.LN2_HI), LN2_LO=numerics.hexfloat(numerics.LN2_LO),
-        C=[numerics.hexfloat(c) for c in numerics.EXP_POLY], TWO_M64=numerics.hexfloat(numerics.TWO_M64),
-        TWO=numerics.hexfloat(numerics.TWO),
+        # the scoring kinds present, in code order: the evaluator's dispatch tests only these
+        scoring_kinds=[k for k, c in (("trees", KIND_TREES), ("linear", KIND_LINEAR), ("kernel", KIND_KERNEL))
+                       if c in kinds],
+        sig=_signatures(prefix),
+        EXP_HI=_float_constant(numerics.EXP_HI), EXP_LO=_float_constant(numerics.EXP_LO),
+        LOG2E=_float_constant(numerics.LOG2E), HALF=_float_constant(numerics.HALF),
+        LN2_HI=_float_constant(numerics.LN2_HI), LN2_LO=_float_constant(numerics.LN2_LO),
+        C=[_float_constant(c) for c in numerics.EXP_POLY], TWO_M64=_float_constant(numerics.TWO_M64),
+        TWO=_float_constant(numerics.TWO),
     )
     ctx["ws_bytes"] = 4 * (ctx["fw"] + ctx["gw"] + ctx["tw"] + ctx["nw"] + ctx["T_arr"] + ctx["A"]
                            + ctx["F_arr"] + 2 * ctx["D"])
