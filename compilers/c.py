@@ -18,6 +18,7 @@ from ..ir.codes import C_DEFINES
 from ..ir.costs import static_cost
 from ..ir.codes import KIND_CASCADE, KIND_CTREE, KIND_KERNEL, KIND_LINEAR, KIND_TREES
 from ..ir.lowering import lower
+from . import package_version
 from ..ir.json_io import model_hash
 
 # The flags every build of generated code uses: C99, no contraction into FMA.
@@ -121,7 +122,6 @@ def render(model, prefix="model", *, tables=None) -> dict[str, str]:
     ``ir.lowering.lower(model)`` when the caller has it already."""
     if not _IDENT.match(prefix):
         raise ValueError(f"prefix {prefix!r} must be a C identifier")
-    from skinflint import __version__
     t = lower(model) if tables is None else tables
     kinds = set(t.node_kind.tolist())
     task = model.task
@@ -135,7 +135,7 @@ def render(model, prefix="model", *, tables=None) -> dict[str, str]:
     tables.update(top=t.top)
     ctx = dict(
         prefix=prefix, PREFIX=prefix.upper(), guard=f"SKINFLINT_{prefix.upper()}_H",
-        version=__version__, hash=model_hash(model)[:16], task_kind=task.kind,
+        version=package_version(), hash=model_hash(model)[:16], task_kind=task.kind,
         classes=", ".join(str(c) for c in task.classes),
         class_names=", ".join(_c_string(str(c)) for c in task.classes), n_classes=len(task.classes),
         static_cost=f"{static_cost(model):g}", F=F, F_arr=max(F, 1), G=G, K=K, P=P, P_arr=max(P, 1),

@@ -50,6 +50,7 @@ from onnx import TensorProto, helper
 
 from ..ir.codes import KIND_KERNEL
 from ..ir.lowering import lower
+from . import package_version
 from .onnx_cost import Costs, exact_in_any_order  # noqa: F401 (part of this module's API)
 from .onnx_graph import Graph, match_constant_ranks
 from .onnx_outputs import finish, metadata
@@ -88,9 +89,9 @@ def compile_onnx(model, *, opset=None, mode="exact", budget=True, features_used=
     graph = helper.make_graph(g.nodes, "skinflint", inputs, outputs, g.inits)
     proto = helper.make_model(graph, opset_imports=[
         helper.make_opsetid("", opset), helper.make_opsetid("ai.onnx.ml", ML_OPSET[tree_op])],
-        producer_name="skinflint", producer_version=_version())
+        producer_name="skinflint", producer_version=package_version())
     proto.ir_version = 9   # readable by onnxruntime >= 1.16
-    helper.set_model_props(proto, metadata(model, mode, tree_op, _version()))
+    helper.set_model_props(proto, metadata(model, mode, tree_op, package_version()))
     match_constant_ranks(proto)
     onnx.checker.check_model(proto, full_check=True)
     return proto
@@ -113,7 +114,3 @@ def exact_graph(setup: Setup, with_budget):
     stage = routing.stage(h, h_col, mask)
     return routing.scores(stage), cost, stage, used
 
-
-def _version():
-    from skinflint import __version__
-    return __version__
