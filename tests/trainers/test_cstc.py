@@ -192,3 +192,34 @@ def test_same_seed_same_bytes_and_nan_rejected():
     X[0, 0] = np.nan
     with pytest.raises(ValueError, match="impute"):
         CSTCClassifier(**costs).fit(X, y)
+
+
+def test_bank_scorers_parity_and_tree_costs():
+    """The boosting trick (thesis §3.6): scorers over a bank's trees, each
+    tree costing e_t = 1.5 once per row.  Every row pays its distinct
+    features and groups plus e_t per distinct live tree on its path."""
+    from skinflint.trainers import GreedyMiserRegressor
+    from skinflint.trainers.astc import ASTCClassifier
+    X, y, costs = _grouped_classification(seed=5)
+    gm = GreedyMiserRegressor(n_estimators=12, max_depth=2, tree_eval_cost=1.5, verbose=0,
+                              random_state=0, **costs).fit(X[:400], 2.0 * y[:400] - 1)
+    bank = gm.to_ir().nodes[0]
+    for est in (CSTCClassifier(cost_tradeoff=0.003, bank=bank, **costs),
+                ASTCClassifier(budget=[6, 4, 4], max_depth=3, bank=bank, **costs)):
+        model = est.fit(X[:400], y[:400]).to_ir()
+        p = predict(model, X[400:])
+        ct = model.nodes[-1]
+        parent = {int(c): i for i in range(len(ct.scorer)) for c in (ct.left[i], ct.right[i]) if c >= 0}
+        trees = np.zeros(len(p.cost))
+        for r, st in enumerate(p.stage):
+            live, i = set(), int(st)
+            while True:
+                lin = model.nodes[int(ct.scorer[i])]
+                live |= {int(t) for t, w in zip(lin.input_tree, lin.weights[:, 0]) if w != 0}
+                if i == 0:
+                    break
+                i = parent[i]
+            trees[r] = 1.5 * len(live)
+        np.testing.assert_array_equal(p.cost, _row_cost_from_parts(model, p) + trees)
+        report = verify(model, X[400:560])
+        assert report.ok, report.table()
