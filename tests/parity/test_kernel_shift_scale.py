@@ -33,6 +33,6 @@ def test_two_class_softmax_is_a_softmax_in_c():
     node = ir.kernel(rng.normal(size=(3, 2)), rng.normal(size=(3, 2)), [0, 1], gamma=0.5, sv_cost=np.ones(3))
     model = ir.model([ir.Feature("a", 1.0), ir.Feature("b", 1.0)], [node], 0,
                      task=ir.multiclass_task((0, 1), "softmax"))
-    report = verify(model, rng.normal(size=(32, 2)).astype(np.float32), backends=("c", "c-lazy"),
+    report = verify(model, rng.normal(size=(32, 2)).astype(np.float32), runtimes=("c", "c-lazy"),
                     adversarial=False)
     assert report.ok, report.table()
