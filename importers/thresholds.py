@@ -23,7 +23,8 @@ _NEG_INF32 = np.float32(-np.inf)
 
 def _round_down_f32(t: np.ndarray) -> np.ndarray:
     """The largest float32 <= t (float64 in), elementwise."""
-    t32 = t.astype(np.float32)                      # round to nearest
+    with np.errstate(over="ignore"):                # beyond FLT_MAX: +-inf, then stepped back
+        t32 = t.astype(np.float32)                  # round to nearest
     up = t32.astype(np.float64) > t
     t32[up] = np.nextafter(t32[up], _NEG_INF32)
     return t32

@@ -73,7 +73,7 @@ def _base_margin(booster, learner_json, n_features, n_outputs):
     j["learner"]["learner_model_param"]["boost_from_average"] = "0"
     empty = xgb.Booster(model_file=bytearray(json.dumps(j).encode()))
     row = np.zeros((1, n_features), np.float32)
-    out = empty.predict(xgb.DMatrix(row), output_margin=True)
+    out = empty.predict(xgb.DMatrix(row), output_margin=True, validate_features=False)
     return np.asarray(out, np.float32).reshape(n_outputs)
 
 
