@@ -34,7 +34,8 @@ import numpy as np
 from . import ir
 from .runtimes.prediction import Prediction, as_budget, as_features
 
-__all__ = ["cost_accuracy_curve", "submit_curve", "gather_curve", "predict", "compute", "verify", "worker_runtime", "runtime_cache_info"]
+__all__ = ["cost_accuracy_curve", "submit_curve", "gather_curve", "predict", "compute", "verify", "worker_runtime", "warm_workers",
+           "runtime_cache_info"]
 
 RUNTIME_NAMES = ("reference", "onnx", "c", "c-lazy")
 
@@ -118,6 +119,24 @@ def runtime_cache_info() -> dict:
     """This process's runtime builds: ``{"model key|runtime": times built}``
     (run it on the workers with ``client.run(runtime_cache_info)``)."""
     return {f"{k}|{r}": n for (k, r), n in _builds.items()}
+
+
+def _warm(key, text, runtime, options):
+    worker_runtime(key, text, runtime, options)   # the runtime itself stays on the worker
+
+
+def warm_workers(model, runtime="reference", runtime_options=None, *, client=None) -> dict:
+    """Build the runtime on every worker now (for ``runtime="c"``, compile
+    there), so that the first partitions do not wait for it; returns
+    ``{worker address: times this runtime was built there}`` (1 once warm).
+    Default client: ``distributed.default_client()``."""
+    from distributed import default_client
+    client = client or default_client()
+    text = _model_text(model)
+    key = _text_key(text)
+    rkey = f"{key}|{_runtime_key(runtime, runtime_options)}"
+    client.run(_warm, key, text, runtime, runtime_options)
+    return {w: info.get(rkey, 0) for w, info in client.run(runtime_cache_info).items()}
 
 
 # ---------------------------------------------------------------- partitions
