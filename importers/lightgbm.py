@@ -71,8 +71,8 @@ def _sections(text):
         if line.startswith("end of trees"):
             break
         k, eq, v = line.partition("=")
-        if eq:
-            (head if cur is None else cur)[k] = v
+        if eq or (cur is None and k.strip()):      # a bare flag such as average_output
+            (head if cur is None else cur)[k.strip()] = v
     return head, trees
 
 

@@ -1,0 +1,127 @@
+"""LightGBM import: every row reaches LightGBM's own leaves (the IR's float32
+margin is bit for bit the float32 sum, in tree order, of the leaves LightGBM
+reports with pred_leaf), the margin is within the stated bound of
+LightGBM's double raw score, and every backend equals the reference."""
+import numpy as np
+import pytest
+
+lgb = pytest.importorskip("lightgbm")
+
+from skinflint.importers.lightgbm import from_lightgbm, margin_error_bound  # noqa: E402
+from skinflint.ir import FeatureCosts  # noqa: E402
+from skinflint.runtimes.reference import ReferenceRuntime  # noqa: E402
+from skinflint.verify import verify  # noqa: E402
+
+from ._rows import check_rows, data, same_bits  # noqa: E402
+
+X, Y_BIN, Y_REG, Y_3 = data()
+BASE = {"num_leaves": 8, "verbose": -1, "num_threads": 1, "min_data_in_leaf": 5}
+
+
+def _leaf_values(b, R):
+    """[N, T] LightGBM's own leaf value for each row in each tree."""
+    leaves = b.predict(R, pred_leaf=True)
+    T = leaves.shape[1]
+    table = [np.array([b.get_leaf_output(t, j) for j in range(leaves[:, t].max() + 1)]) for t in range(T)]
+    return np.stack([table[t][leaves[:, t]] for t in range(T)], axis=1)
+
+
+def check_against_lightgbm(b, m, R):
+    scores = ReferenceRuntime(m).predict(R).scores
+    raw = b.predict(R, raw_score=True).reshape(len(R), -1)
+    vals = _leaf_values(b, R)
+    K = scores.shape[1]
+    for k in range(K):
+        v = vals[:, k::K]
+        s = np.zeros(len(R), np.float32)
+        for t in range(v.shape[1]):                 # the IR's order: trees in bank order
+            s = s + v[:, t].astype(np.float32)
+        assert same_bits(scores[:, k], s)           # same leaves, same float32 arithmetic
+        d64 = np.zeros(len(R))
+        for t in range(v.shape[1]):
+            d64 = d64 + v[:, t]
+        assert np.array_equal(d64, raw[:, k])       # LightGBM's sum is this sequential double sum
+        assert np.all(np.abs(scores[:, k] - raw[:, k]) <= margin_error_bound(v))
+    return scores, raw
+
+
+@pytest.mark.parametrize("params,y,verified", [
+    ({"objective": "binary"}, Y_BIN, True),
+    ({"objective": "regression"}, Y_REG, True),
+    ({"objective": "multiclass", "num_class": 3}, Y_3, True),
+    ({"objective": "binary", "use_missing": False}, Y_BIN, False),
+    ({"objective": "huber"}, Y_REG, False),
+    ({"objective": "binary", "boosting": "dart", "drop_rate": 0.3}, Y_BIN, False),
+    ({"objective": "binary", "boosting": "goss"}, Y_BIN, False),
+    ({"objective": "multiclassova", "num_class": 3}, Y_3, False),
+], ids=["binary", "regression", "multiclass", "no-missing", "huber", "dart", "goss", "ova"])
+def test_same_leaves_and_bounded_margins(params, y, verified):
+    b = lgb.train({**BASE, **params}, lgb.Dataset(X, y), 15)
+    m = from_lightgbm(b)
+    R = check_rows(m, X, finite=False)
+    scores, raw = check_against_lightgbm(b, m, R)
+    if m.task.kind != "regression":
+        # labels agree wherever the margin is farther from a tie than the bound
+        pred = ReferenceRuntime(m).predict(X)
+        lab = (raw[: len(X), 0] > 0) if m.task.kind == "binary" else raw[: len(X)].argmax(1)
+        assert np.array_equal(np.asarray(pred.output, np.int64), np.asarray(lab, np.int64))
+    if verified:
+        rep = verify(m, X[:64])
+        assert rep.ok, rep.table()
+
+
+def test_sklearn_wrapper_file_and_string(tmp_path):
+    clf = lgb.LGBMClassifier(n_estimators=8, num_leaves=6, verbose=-1, n_jobs=1).fit(X, Y_3 + 10)
+    m = from_lightgbm(clf, FeatureCosts.from_arrays(np.arange(6.0)))
+    assert m.task.classes == (10, 11, 12)
+    assert np.array_equal(ReferenceRuntime(m).predict(X).output, clf.predict(X))
+    path = tmp_path / "m.txt"
+    clf.booster_.save_model(path)
+    want = ReferenceRuntime(m).predict(X).scores
+    assert same_bits(ReferenceRuntime(from_lightgbm(path)).predict(X).scores, want)
+    assert same_bits(ReferenceRuntime(from_lightgbm(clf.booster_.model_to_string())).predict(X).scores, want)
+
+
+def test_zero_as_missing_handled_or_refused_by_name():
+    Xz = np.where(np.isnan(X), 0, X).astype(np.float32)
+    Xz[::3, 1] = 0.0
+    b = lgb.train({**BASE, "objective": "binary", "zero_as_missing": True}, lgb.Dataset(Xz, Y_BIN), 10)
+    try:
+        m = from_lightgbm(b)
+    except ValueError as e:
+        assert "zero_as_missing" in str(e)
+    else:
+        Xt = Xz.copy()
+        Xt[::5, 1] = np.float32(1e-36)             # inside LightGBM's zero band
+        check_against_lightgbm(b, m, np.concatenate([Xt, check_rows(m, Xz, finite=False)]))
+
+
+@pytest.mark.parametrize("params,match", [
+    ({"linear_tree": True}, "linear"),
+    ({"boosting": "rf", "bagging_freq": 1, "bagging_fraction": 0.5}, "random-forest"),
+    ({"objective": "poisson"}, "raw_margin=True"),
+])
+def test_refused_with_a_message(params, match):
+    Xf = np.nan_to_num(X)
+    b = lgb.train({**BASE, "objective": "regression", **params}, lgb.Dataset(Xf, np.abs(Y_REG)), 3)
+    with pytest.raises(ValueError, match=match):
+        from_lightgbm(b)
+
+
+def test_categorical_refused():
+    Xc = np.nan_to_num(X).copy()
+    Xc[:, 0] = np.arange(len(X)) % 5
+    b = lgb.train({**BASE, "objective": "binary", "min_data_per_group": 5, "cat_smooth": 1},
+                  lgb.Dataset(Xc, (np.arange(len(X)) % 5 == 2).astype(int), categorical_feature=[0]), 3)
+    with pytest.raises(ValueError, match="categorical"):
+        from_lightgbm(b)
+
+
+def test_init_score_in_front():
+    b = lgb.train({**BASE, "objective": "regression"}, lgb.Dataset(X, Y_REG), 5)
+    m = from_lightgbm(b, init_score=0.5)
+    v = _leaf_values(b, X)
+    s = np.full(len(X), np.float32(0.5))
+    for t in range(v.shape[1]):
+        s = s + v[:, t].astype(np.float32)
+    assert same_bits(ReferenceRuntime(m).predict(X).scores[:, 0], s)
