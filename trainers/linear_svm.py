@@ -15,7 +15,8 @@ psi_i = [phi_i; 1] and the active set A = {i : y_i f_i < 1},
 
 and M theta = z is the minimiser for a fixed A (thesis Eq. 2.31's M, whose
 "1/C" block means I/C).  Iterate: Newton point, exact line search on the
-piecewise-quadratic objective, new A; stop when A no longer changes.
+piecewise-quadratic objective, new A; stop when the Newton point keeps A
+(there the objective's gradient is the quadratic's, zero).
 
 ``afr_gradients`` gives d loss_V / d phi on the fitting rows and
 d loss_V / d log C by one adjoint solve with M's Cholesky factor (O(n S)),
@@ -32,6 +33,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve
+from threadpoolctl import threadpool_limits
 
 from .. import ir
 from .base import CostSensitiveClassifier
@@ -77,25 +79,32 @@ def _objective(theta, Rb, Psi, y, mu):
 
 def _line_search(theta, d, Rb, Psi, y, mu):
     """argmin_t of the objective along theta + t d, t in (0, 1]: its
-    derivative is piecewise linear and increasing, so walk its breakpoints."""
+    derivative is piecewise linear and increasing; safeguarded Newton steps
+    on it (exact within a linear piece) inside a shrinking bracket."""
     f, df = Psi @ theta, Psi @ d
     yf, ydf = y * f, y * df
     a0, a1 = theta @ Rb @ d, d @ Rb @ d      # regulariser: a0 + t a1
+    mu_ydf = mu * ydf
 
     def slope(t):
         m = 1.0 - yf - t * ydf
         on = m > 0
-        return a0 + t * a1 - np.sum(mu[on] * m[on] * ydf[on])
-    if slope(1.0) <= 0:
+        return a0 + t * a1 - float(mu_ydf[on] @ m[on]), a1 + float(mu_ydf[on] @ ydf[on])
+    s1, _ = slope(1.0)
+    if s1 <= 0:
         return 1.0
-    lo, hi = 0.0, 1.0
-    for _ in range(60):                       # bisection to ~1e-18 relative
-        mid = 0.5 * (lo + hi)
-        if slope(mid) > 0:
-            hi = mid
+    lo, hi, t = 0.0, 1.0, 0.5
+    for _ in range(100):
+        s, ds = slope(t)
+        if s > 0:
+            hi = t
         else:
-            lo = mid
-    return 0.5 * (lo + hi)
+            lo = t
+        if hi - lo < 1e-12 or s == 0:
+            break
+        nt = t - s / ds if ds > 0 else 0.5 * (lo + hi)
+        t = nt if lo < nt < hi else 0.5 * (lo + hi)
+    return t
 
 
 def l2svm_newton(Phi, y, mu=None, reg=1.0, theta0=None, max_iter=100) -> SVMSolution:
@@ -136,13 +145,13 @@ def l2svm_newton(Phi, y, mu=None, reg=1.0, theta0=None, max_iter=100) -> SVMSolu
         chol = _factor(Rb, Psi, mu, active)
         z = Psi[active].T @ (mu[active] * y[active])
         target = cho_solve(chol, z)
+        if np.array_equal(y * (Psi @ target) < 1.0, active):
+            # the Newton point keeps the active set: the objective's gradient
+            # equals this quadratic's there, which is zero: the optimum
+            return SVMSolution(theta=target, active=active, chol=chol, n_iter=it)
         d = target - theta
-        t = _line_search(theta, d, Rb, Psi, y, mu)
-        theta = theta + t * d
-        new_active = y * (Psi @ theta) < 1.0
-        if t == 1.0 and np.array_equal(new_active, active):
-            break
-        active = new_active
+        theta = theta + _line_search(theta, d, Rb, Psi, y, mu) * d
+        active = y * (Psi @ theta) < 1.0
     chol = _factor(Rb, Psi, mu, active)
     return SVMSolution(theta=theta, active=active, chol=chol, n_iter=it)
 
@@ -318,13 +327,15 @@ class LinearSVMClassifier(CostSensitiveClassifier):
             from ..runtimes.reference import predict
             scores = []
             for c in grid:
-                self._fit_weights(Xs, ys, c)
+                with threadpool_limits(1, user_api="blas"):
+                    self._fit_weights(Xs, ys, c)
                 scores.append(float(np.mean(predict(self.to_ir(), Xv).output == self.classes_[yv])))
             self.C_ = float(grid[int(np.argmax(scores))])
             self.validation_scores_ = scores
         else:
             self.C_ = float(grid[0])
-        self._fit_weights(X, idx, self.C_)
+        with threadpool_limits(1, user_api="blas"):   # [F+1]^2 systems: one thread is faster
+            self._fit_weights(X, idx, self.C_)
         return self._set_model(self.to_ir())
 
     def _fit_weights(self, X, idx, C):
