@@ -1,1 +1,6 @@
-"""Importers: LightGBM, XGBoost and scikit-learn models as skinflint IR."""
+"""Importers: LightGBM, XGBoost and scikit-learn models as skinflint IR
+(docs/importers.md).  The source libraries are imported only when used."""
+from .lightgbm import from_lightgbm
+from .xgboost import from_xgboost
+
+__all__ = ["from_lightgbm", "from_xgboost"]

@@ -125,6 +125,17 @@ def cmd_compile(args):
         raise CLIError(f"unknown target {args.target!r}; expected c or onnx")
 
 
+def cmd_import(args):
+    from .importers import from_lightgbm, from_xgboost
+    from .ir import save
+    importer = {"lightgbm": from_lightgbm, "xgboost": from_xgboost}[args.source]
+    m = importer(args.model, args.costs, raw_margin=args.raw_margin)
+    save(m, args.output)
+    n = m.nodes[0]
+    print(f"{args.output}: {n.n_trees} trees, {m.n_features} features, static cost {m.static_cost():.6g}; "
+          f"{m.metadata['source']['exact']}")
+
+
 def cmd_verify(args):
     from .verify import verify
     m = _load_model(args.model)
@@ -208,6 +219,18 @@ def build_parser():
                    help="onnx only: exact (bit-exact scores, per-row cost, stage, budget input; "
                         "the default) or fast (one summed tree ensemble: predictions only)")
     s.set_defaults(func=cmd_compile)
+    s = sub.add_parser("import", help="import a LightGBM or XGBoost model with feature costs",
+                       description="Convert a LightGBM text model or an XGBoost JSON/UBJSON model "
+                                   "into a skinflint model (JSON) with the given feature costs, ready "
+                                   "for compile and verify (docs/importers.md).  scikit-learn models "
+                                   "import from Python only (no pickle here).")
+    s.add_argument("model", help="the source model file")
+    s.add_argument("--from", dest="source", required=True, choices=["lightgbm", "xgboost"])
+    s.add_argument("--costs", help="cost CSV (name,cost,group); default: every feature costs 1")
+    s.add_argument("--raw-margin", action="store_true",
+                   help="import an objective whose output transform the IR lacks as its raw margin")
+    s.add_argument("-o", "--output", required=True, help="the skinflint model (.json) to write")
+    s.set_defaults(func=cmd_import)
     s = sub.add_parser("verify", help="check every backend against the reference, bit for bit",
                        description="Run rows through every backend and compare outputs, scores, "
                                    "probabilities, cost, stage and features used with the reference. "
