@@ -313,6 +313,14 @@ class _CascadeClassifier(CostSensitiveClassifier):
                               objective=self.objective_history_[-1])
 
 
+    @property
+    def predict_proba(self):
+        """Not available: the stages are squared-loss scores, not log-odds
+        (the IR task has the identity transform); use ``decision_function``."""
+        raise AttributeError(f"{type(self).__name__} has no predict_proba: its margins are squared-loss "
+                             "scores, not log-odds; use decision_function")
+
+
 class CronusClassifier(_CascadeClassifier):
     """Cronus: a cost-sensitive classifier cascade (Chen, Xu, Weinberger,
     Chapelle, Kedem, AISTATS 2012): Eq. 8, initialised by Alg. 2, optimised
