@@ -128,7 +128,8 @@ def adversarial_rows(model, X=None, *, seed=0, max_rows=4000) -> np.ndarray:
     specials = np.float32([np.nan, np.inf, -np.inf])
     for j in range(F):
         v = np.unique(np.float32(points[j]))
-        v = np.concatenate([v, np.nextafter(v, np.float32(-np.inf)), np.nextafter(v, np.float32(np.inf)), specials])
+        with np.errstate(over="ignore"):    # +-FLT_MAX thresholds step to +-inf, wanted
+            v = np.concatenate([v, np.nextafter(v, np.float32(-np.inf)), np.nextafter(v, np.float32(np.inf)), specials])
         r = base[rng.integers(len(base), size=len(v))].copy()
         r[:, j] = v
         rows.append(r)
