@@ -1,6 +1,7 @@
 """Importers: LightGBM, XGBoost and scikit-learn models as skinflint IR
 (docs/importers.md).  The source libraries are imported only when used."""
 from .lightgbm import from_lightgbm
+from .sklearn import from_sklearn
 from .xgboost import from_xgboost
 
-__all__ = ["from_lightgbm", "from_xgboost"]
+__all__ = ["from_lightgbm", "from_sklearn", "from_xgboost"]

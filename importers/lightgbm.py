@@ -35,7 +35,7 @@ import numpy as np
 
 from ..ir import builders
 from ._common import bank_model, one_hot_values, resolve_costs
-from .thresholds import le_threshold, le_zero_region
+from .thresholds import clamp_infinite, le_threshold, le_zero_region
 
 K_ZERO_THRESHOLD = 1e-35          # LightGBM's kZeroThreshold (a float constant)
 _REGRESSION = ("regression", "regression_l2", "regression_l1", "huber", "fair", "quantile", "mape",
@@ -99,7 +99,7 @@ def _tree(t, i, n_class, klass, feature_names):
         raise ValueError(f"LightGBM categorical splits (tree {i}) are not supported by the importer; "
                          "one-hot encode the categories or train without categorical_feature")
     feat = _arr(t, "split_feature", np.int64, i)
-    thr = le_threshold(_arr(t, "threshold", np.float64, i))
+    thr = clamp_infinite(le_threshold(_arr(t, "threshold", np.float64, i)))
     dt = _arr(t, "decision_type", np.int64, i)
     lc, rc = _arr(t, "left_child", np.int64, i), _arr(t, "right_child", np.int64, i)
     n_int = n_leaves - 1

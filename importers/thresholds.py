@@ -96,3 +96,12 @@ def le_zero_region(t32: np.float32, default_left: bool, zero: float) -> bool:
     if default_left:
         return bool(z <= t32)
     return bool(np.nextafter(-z, np.float32(np.inf)) > t32)
+
+
+def clamp_infinite(t32: np.ndarray) -> np.ndarray:
+    """The IR's thresholds are finite: t32 = +inf (every non-NaN row left,
+    as HistGradientBoosting's missing-only splits) becomes FLT_MAX, -inf
+    becomes -FLT_MAX.  Decisions then differ only for the inputs +inf
+    (now right) and -FLT_MAX (now left) at such nodes (docs/importers.md)."""
+    big = np.finfo(np.float32).max
+    return np.clip(t32, -big, big).astype(np.float32)

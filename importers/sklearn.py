@@ -1,0 +1,190 @@
+"""scikit-learn estimators as skinflint IR.
+
+Supported: ``DecisionTree*``, ``RandomForest*``, ``ExtraTrees*``,
+``GradientBoosting*``, ``HistGradientBoosting*`` (classifiers and
+regressors) and linear models (anything with ``coef_`` and ``intercept_``:
+``LogisticRegression``, ``LinearRegression``, ``Ridge``, ``LinearSVC``,
+``SGD*``, ...).  Kernel SVMs are not imported here yet.
+
+Routing is exact: scikit-learn compares the float32 input widened to
+float64 with a float64 threshold (``thresholds.le_threshold``), and NaN
+follows each node's ``missing_go_to_left``.  scikit-learn accumulates in
+float64 (tree sums, forest means, ``X @ coef``); the IR adds float32 values
+in float32, so margins are within ``error_bound`` of scikit-learn's
+(docs/importers.md), except for a single decision tree, whose margin is
+scikit-learn's own leaf value rounded once to float32: bit for bit
+``float32(predict)`` / ``float32(predict_proba)``.
+
+Margins: regressors give ``predict``; binary boosting and linear
+classifiers give ``decision_function`` (logistic transform where the
+estimator's probability is the logistic of it); trees and forests give
+``predict_proba`` with an identity transform (labels are its first argmax,
+as scikit-learn's).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir import builders
+from ._common import IMPORTER_VERSION, bank_model, one_hot_values, resolve_costs
+from .thresholds import clamp_infinite, le_threshold
+
+U32 = 2.0 ** -24
+
+
+def _tree_dict(feature, threshold, left, right, missing_left, value):
+    leaf = left < 0
+    thr = np.zeros(feature.shape[0], np.float32)
+    thr[~leaf] = clamp_infinite(le_threshold(threshold[~leaf]))
+    return {"feature": np.where(leaf, -1, feature), "threshold": thr,
+            "left": np.where(leaf, -1, left), "right": np.where(leaf, -1, right),
+            "missing_left": np.asarray(missing_left).astype(bool), "value": value}
+
+
+def _cart(tree, value):
+    """A fitted ``sklearn.tree._tree.Tree`` with leaf values [M, K]."""
+    miss = getattr(tree, "missing_go_to_left", np.ones(tree.node_count, np.uint8))
+    return _tree_dict(tree.feature.astype(np.int64), tree.threshold, tree.children_left.astype(np.int64),
+                      tree.children_right.astype(np.int64), miss, value)
+
+
+def _hgb(pred, klass, K):
+    n = pred.nodes
+    if np.any(n["is_categorical"]):
+        raise ValueError("HistGradientBoosting categorical splits (categorical_features) are not "
+                         "supported by the importer; one-hot encode the categories")
+    leaf = n["is_leaf"].astype(bool)
+    left = np.where(leaf, -1, n["left"].astype(np.int64))
+    right = np.where(leaf, -1, n["right"].astype(np.int64))
+    val = np.where(leaf, n["value"], 0.0)
+    return _tree_dict(n["feature_idx"].astype(np.int64), n["num_threshold"], left, right,
+                      n["missing_go_to_left"], one_hot_values(val, klass, K) if K > 1 else val)
+
+
+def _classifier_task(est, K_margin, transform):
+    classes = tuple(est.classes_)
+    if K_margin == 1:
+        return builders.binary_task(classes, transform=transform)
+    return builders.multiclass_task(classes, transform=transform)
+
+
+def _trees(est):
+    """(per-tree dicts, base score [K], task) for the tree families."""
+    from sklearn import ensemble, tree
+    name = type(est).__name__
+    is_clf = hasattr(est, "classes_")
+    if getattr(est, "n_outputs_", 1) > 1:
+        raise ValueError(f"{name}: multi-output estimators are not supported; import one per output")
+    forests = (ensemble.RandomForestClassifier, ensemble.RandomForestRegressor,
+               ensemble.ExtraTreesClassifier, ensemble.ExtraTreesRegressor)
+    if isinstance(est, (tree.BaseDecisionTree,) + forests):
+        members = [est] if isinstance(est, tree.BaseDecisionTree) else list(est.estimators_)
+        n = len(members)
+        trees = []
+        for m in members:
+            v = m.tree_.value[:, 0, :] if is_clf else m.tree_.value[:, 0, :1]
+            if is_clf:                                 # fractions (scikit-learn >= 1.4 stores them)
+                v = v / v.sum(1, keepdims=True)
+            trees.append(_cart(m.tree_, v / n if n > 1 else v))
+        K = trees[0]["value"].shape[1]
+        # classifiers: K = n_classes probability columns, labels the first argmax
+        task = (builders.multiclass_task(tuple(est.classes_), transform="identity") if is_clf
+                else builders.regression_task())
+        return trees, np.zeros(K), task
+    if isinstance(est, (ensemble.GradientBoostingClassifier, ensemble.GradientBoostingRegressor)):
+        if est.init_ == "zero":
+            base = np.zeros(est.estimators_.shape[1])
+        else:
+            base = np.asarray(est._raw_predict_init(np.zeros((1, est.n_features_in_), np.float32)),
+                              np.float64)[0]
+        K = est.estimators_.shape[1]
+        trees = [_cart(est.estimators_[i, k].tree_,
+                       one_hot_values(est.learning_rate * est.estimators_[i, k].tree_.value[:, 0, 0], k, K)
+                       if K > 1 else est.learning_rate * est.estimators_[i, k].tree_.value[:, 0, :1])
+                 for i in range(est.estimators_.shape[0]) for k in range(K)]
+        task = (_classifier_task(est, K, "logistic" if K == 1 else "softmax") if is_clf
+                else builders.regression_task())
+        if not is_clf and getattr(est, "loss", "") not in ("squared_error", "absolute_error", "huber",
+                                                          "quantile"):
+            raise ValueError(f"{name}: loss {est.loss!r} is not supported")
+        return trees, base, task
+    if isinstance(est, (ensemble.HistGradientBoostingClassifier, ensemble.HistGradientBoostingRegressor)):
+        loss = getattr(est, "loss", "")
+        if not is_clf and loss not in ("squared_error", "absolute_error", "quantile"):
+            raise ValueError(f"{name}: loss {loss!r} transforms the raw prediction (e.g. exp for "
+                             "poisson/gamma), which the importer does not reproduce")
+        base = np.asarray(est._baseline_prediction, np.float64).ravel()
+        K = base.shape[0]
+        trees = [_hgb(p, k, K) for it in est._predictors for k, p in enumerate(it)]
+        task = (_classifier_task(est, K, "logistic" if K == 1 else "softmax") if is_clf
+                else builders.regression_task())
+        return trees, base, task
+    return None
+
+
+def from_sklearn(est, costs=None):
+    """Import a fitted scikit-learn estimator as an IR model.
+
+    Parameters
+    ----------
+    est : fitted estimator (see the module docstring for the families)
+    costs : FeatureCosts, cost CSV path, array [F] or None
+        Feature costs and groups (None: every feature costs 1); names are
+        matched against ``feature_names_in_`` when the estimator has them.
+
+    Returns
+    -------
+    ir.Model
+    """
+    from sklearn.utils.validation import check_is_fitted
+    check_is_fitted(est)
+    names = [str(n) for n in getattr(est, "feature_names_in_", [])] or None
+    F = int(est.n_features_in_)
+    fc = resolve_costs(costs, F, names)
+    info = {"library": "sklearn", "estimator": type(est).__name__}
+    got = _trees(est)
+    if got is not None:
+        trees, base, task = got
+        info["exact"] = ("margin is float32(sklearn) bit for bit" if len(trees) == 1
+                         else "routing exact; margins float32, see error_bound")
+        return bank_model(trees, fc, task, base_score=base, source="sklearn", info=info)
+    if hasattr(est, "coef_") and hasattr(est, "intercept_"):
+        W = np.atleast_2d(np.asarray(est.coef_, np.float64))
+        b = np.atleast_1d(np.asarray(est.intercept_, np.float64))
+        if W.shape[1] != F:
+            raise ValueError(f"{type(est).__name__}: coef_ has {W.shape[1]} columns for {F} features")
+        K = W.shape[0]
+        if hasattr(est, "classes_"):
+            proba = hasattr(est, "predict_proba") and getattr(est, "loss", "log_loss") in ("log_loss", "log")
+            task = _classifier_task(est, K, ("logistic" if K == 1 else "softmax") if proba else "identity")
+        else:
+            task = builders.regression_task(K)
+        node = builders.linear(list(range(F)), W.T, np.broadcast_to(b, (K,)), name="sklearn")
+        info["exact"] = "margins float32, see error_bound"
+        meta = {"trainer": "import:sklearn", "importer_version": IMPORTER_VERSION, "source": info}
+        return builders.model(fc.features(), [node], 0, task=task, groups=fc.ir_groups(), metadata=meta)
+    raise ValueError(f"from_sklearn: {type(est).__name__} is not supported; supported are decision "
+                     "trees, random forests, extra trees, (hist) gradient boosting and linear models")
+
+
+def error_bound(model, X=None) -> float | np.ndarray:
+    """A bound on |IR margin - scikit-learn's float64 margin|.
+
+    For a tree bank of T trees: (2T + 2) u (1 + u)^T (|base| + sum_t
+    max_leaf |v_t|) with u = 2^-24 (each leaf rounds to float32 once, each
+    float32 addition once; the float64 source's own error is below one u).
+    For a linear node over rows X: (2F + 3) u (1 + u)^F (|b| + sum_j |w_j
+    x_j|) per row.
+    """
+    node = model.nodes[0]
+    if node.kind == "trees":
+        owner = node.tree_ranges()
+        leafmax = np.zeros(node.n_trees)
+        leaf = node.feature < 0
+        np.maximum.at(leafmax, owner[leaf], np.abs(node.value[leaf]).max(1).astype(np.float64))
+        T = node.n_trees
+        return (2 * T + 2) * U32 * (1 + U32) ** T * (np.abs(node.base_score).max() + leafmax.sum())
+    W = np.asarray(node.weights, np.float64)
+    X = np.nan_to_num(np.asarray(X, np.float64))
+    F = W.shape[0]
+    return (2 * F + 3) * U32 * (1 + U32) ** F * (np.abs(node.bias).max() + np.abs(X) @ np.abs(W).max(1))

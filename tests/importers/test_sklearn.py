@@ -1,0 +1,89 @@
+"""scikit-learn import: routing exact on test and adversarial rows (every
+threshold, +-1 ulp, NaN); a single tree's margin is float32(sklearn) bit for
+bit; sums within the stated error_bound of sklearn's float64; labels equal;
+every backend equals the reference (verify) for one model per family."""
+import numpy as np
+import pytest
+from sklearn import ensemble, linear_model, svm, tree
+
+from skinflint.importers.sklearn import error_bound, from_sklearn
+from skinflint.ir import FeatureCosts
+from skinflint.runtimes.reference import ReferenceRuntime
+from skinflint.verify import verify
+
+from ._rows import check_rows, data, same_bits
+
+X, Y_BIN, Y_REG, Y_3 = data(n=300)
+XF = np.nan_to_num(X)          # for estimators that refuse NaN
+
+
+def _margin(est, R, m):
+    if m.nodes[0].kind == "trees" and hasattr(est, "predict_proba") and m.task.transform == "identity":
+        return est.predict_proba(R)
+    if hasattr(est, "decision_function"):
+        return est.decision_function(R)
+    return est.predict(R)
+
+
+CASES = [
+    (tree.DecisionTreeRegressor(max_depth=5, random_state=0), X, Y_REG, "exact"),
+    (tree.DecisionTreeClassifier(max_depth=5, random_state=0), X, Y_3, "exact"),
+    (ensemble.RandomForestRegressor(8, max_depth=4, random_state=0), X, Y_REG, "verify"),
+    (ensemble.ExtraTreesClassifier(8, max_depth=4, random_state=0), XF, Y_BIN, ""),
+    (ensemble.GradientBoostingClassifier(n_estimators=8, max_depth=3, random_state=0), XF, Y_BIN, ""),
+    (ensemble.GradientBoostingClassifier(n_estimators=8, max_depth=3, random_state=0), XF, Y_3, "verify"),
+    (ensemble.GradientBoostingRegressor(n_estimators=8, max_depth=3, random_state=0), XF, Y_REG, ""),
+    (ensemble.HistGradientBoostingClassifier(max_iter=8, random_state=0), X, Y_BIN, ""),
+    (ensemble.HistGradientBoostingClassifier(max_iter=8, random_state=0), X, Y_3, ""),
+    (ensemble.HistGradientBoostingRegressor(max_iter=8, random_state=0), X, Y_REG, ""),
+    (linear_model.LogisticRegression(), XF, Y_BIN, "verify"),
+    (linear_model.LogisticRegression(), XF, Y_3, ""),
+    (linear_model.Ridge(), XF, Y_REG, ""),
+    (svm.LinearSVC(), XF, Y_3, ""),
+]
+
+
+@pytest.mark.parametrize("est,Xt,y,mode", CASES, ids=[f"{type(c[0]).__name__}-{i}" for i, c in enumerate(CASES)])
+def test_parity_with_sklearn(est, Xt, y, mode):
+    est.fit(Xt, y)
+    m = from_sklearn(est)
+    R = check_rows(m, Xt)
+    if not np.isnan(Xt).any():
+        R = R[~np.isnan(R).any(1)]                  # the estimator refuses NaN
+    pred = ReferenceRuntime(m).predict(R)
+    want = np.asarray(_margin(est, R, m), np.float64).reshape(len(R), -1)
+    if mode == "exact":
+        assert same_bits(pred.scores, want.astype(np.float32))
+    bound = np.reshape(error_bound(m, R), (-1, 1))
+    assert np.all(np.abs(pred.scores - want) <= bound)
+    if hasattr(est, "classes_"):
+        # labels agree where sklearn's margins are not within the bound of a tie
+        if want.shape[1] == 1:
+            clear = np.abs(want[:, 0]) > bound[:, 0]
+        else:
+            top = np.sort(want, 1)
+            clear = top[:, -1] - top[:, -2] > 2 * bound[:, 0]
+        assert np.array_equal(pred.output[clear], est.predict(R)[clear])
+        assert clear.mean() > 0.9
+    if mode == "verify":
+        rep = verify(m, Xt[:48])
+        assert rep.ok, rep.table()
+
+
+def test_costs_by_feature_name():
+    import pandas as pd
+    cols = [f"c{i}" for i in range(X.shape[1])]
+    est = tree.DecisionTreeRegressor(max_depth=3).fit(pd.DataFrame(XF, columns=cols), Y_REG)
+    m = from_sklearn(est, FeatureCosts.from_arrays(np.arange(6.0)[::-1], names=cols[::-1]))
+    assert m.feature_names == cols and np.array_equal(m.feature_costs, np.arange(6.0))
+
+
+def test_unsupported_refused():
+    with pytest.raises(ValueError, match="not supported"):
+        from_sklearn(svm.SVR().fit(XF, Y_REG))
+    with pytest.raises(ValueError, match="poisson"):
+        from_sklearn(ensemble.HistGradientBoostingRegressor(loss="poisson", max_iter=2).fit(X, np.abs(Y_REG)))
+    with pytest.raises(ValueError, match="categorical"):
+        Xc = XF.copy()
+        Xc[:, 0] = np.arange(len(Xc)) % 4
+        from_sklearn(ensemble.HistGradientBoostingClassifier(max_iter=2, categorical_features=[0]).fit(Xc, Y_BIN))
