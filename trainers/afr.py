@@ -34,6 +34,7 @@ import math
 
 import numba
 import numpy as np
+from sklearn.utils.metaestimators import available_if
 from threadpoolctl import threadpool_limits
 from tqdm.auto import tqdm
 
@@ -153,6 +154,15 @@ class AFRClassifier(CostSensitiveClassifier):
         self.random_state = random_state
         self.verbose = verbose
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = False   # binary only (fit says what to do instead)
+        return tags
+
+    @available_if(lambda est: False)
+    def predict_proba(self, X, budget=None):  # pragma: no cover - never available
+        raise AttributeError("AFR margins are SVM scores, not probabilities; use decision_function")
+
     # ------------------------------------------------------------ checks
     def _check_params(self):
         def pos_int(name):
@@ -201,7 +211,7 @@ class AFRClassifier(CostSensitiveClassifier):
         X, y = self._validate_X_y(X, y)
         idx = self._encode_labels(y)
         if len(self.classes_) != 2:
-            raise ValueError(f"AFRClassifier is binary, but y has {len(self.classes_)} classes; "
+            raise ValueError(f"Only binary classification is supported. AFRClassifier is binary, but y has {len(self.classes_)} classes; "
                              "train one AFRClassifier per class (one-vs-all) or use "
                              "GreedyMiserClassifier, which is multiclass")
         self._check_params()

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve
+from sklearn.utils.metaestimators import available_if
 from threadpoolctl import threadpool_limits
 
 from .. import ir
@@ -294,6 +295,22 @@ class LinearSVMClassifier(CostSensitiveClassifier):
         self.group_names = group_names
         self.random_state = random_state
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = False       # a linear model cannot skip a missing value
+        return tags
+
+    def _validate_X(self, X, *, reset):
+        X = super()._validate_X(X, reset=reset)
+        if np.isnan(X).any():
+            raise ValueError("LinearSVMClassifier: X has missing values (NaN); a linear model "
+                             "cannot skip them: impute them first")
+        return X
+
+    @available_if(lambda est: False)
+    def predict_proba(self, X, budget=None):  # pragma: no cover - never available
+        raise AttributeError("linear SVM margins are not probabilities; use decision_function")
+
     def fit(self, X, y, eval_set=None):
         """Fit on X [N, F] (no missing values) and labels y.
 
@@ -347,10 +364,12 @@ class LinearSVMClassifier(CostSensitiveClassifier):
         K = len(self.classes_)
         cols = [1] if K == 2 else range(K)
         W, B = np.zeros((X.shape[1], len(cols))), np.zeros(len(cols))
+        self.n_iter_ = 0                                 # Newton steps, most over the columns
         for j, k in enumerate(cols):
             y_pm = np.where(idx == k, 1.0, -1.0)
             mu = class_weights((idx == k).astype(np.int64), self.class_weight)
             sol = l2svm_newton(Z, y_pm, mu, 1.0 / C, max_iter=self.max_iter)
+            self.n_iter_ = max(self.n_iter_, sol.n_iter)
             W[:, j] = sol.w * scale                   # w' x = w (x - m) / s
             B[j] = sol.b - float(sol.w @ (mean * scale))
         self.coef_, self.intercept_, self._fitted_C = W.T, B, float(C)
