@@ -11,7 +11,8 @@ run computes the cost sum and the positive count in one pass; the first run
 builds the runtime on every worker and is reported apart ("warm-up").  The
 in-process row is the same runtime's ``predict`` on the rows in memory.
 
-Sweep: ``--points`` values of lambda on 6,000 training rows, serial in this
+Sweep: ``--points`` values of lambda, 200 depth-4 trees on ``--sweep-rows``
+training rows, serial in this
 process (``trainers.cost_accuracy_curve``) against one task per point on the
 2-worker cluster (``distributed.cost_accuracy_curve``), with a check that the
 tables and models are identical.
@@ -32,6 +33,7 @@ def parse():
     ap.add_argument("--chunk", type=int, default=100_000)
     ap.add_argument("--trees", type=int, default=200)
     ap.add_argument("--points", type=int, default=6)
+    ap.add_argument("--sweep-rows", type=int, default=30_000)
     ap.add_argument("--numba-threads", type=int, default=1)
     ap.add_argument("--runtimes", default="reference,c,onnx")
     return ap.parse_args()
@@ -94,13 +96,13 @@ def bench_local(model, runtimes, rows):
     return out
 
 
-def bench_sweep(client, points):
+def bench_sweep(client, points, n_train):
     from skinflint import distributed as sfd
     from skinflint import ir
     from skinflint.trainers import GreedyMiserClassifier, cost_accuracy_curve, format_table
-    X, y, costs = make_data(10_000, seed=2)
-    tr, va, te = slice(0, 6000), slice(6000, 8000), slice(8000, 10000)
-    est = GreedyMiserClassifier(n_estimators=100, max_depth=4, feature_costs=costs, random_state=0, verbose=0)
+    X, y, costs = make_data(n_train + 4000, seed=2)
+    tr, va, te = slice(0, n_train), slice(n_train, n_train + 2000), slice(n_train + 2000, None)
+    est = GreedyMiserClassifier(n_estimators=200, max_depth=4, feature_costs=costs, random_state=0, verbose=0)
     grid = {"cost_tradeoff": list(np.r_[0.0, np.logspace(-4, -1, points - 1)])}
     args = (est, grid, X[tr], y[tr], X[va], y[va], X[te], y[te])
     cost_accuracy_curve(est, {"cost_tradeoff": [0.0]}, *args[2:], verbose=0)      # numba compile/cache load
@@ -128,7 +130,7 @@ def main():
                 Client(cl) as client:
             results[n] = bench_scoring(client, model, runtimes, a.rows, a.chunk)
             if n == 2:
-                sweep = bench_sweep(client, a.points)
+                sweep = bench_sweep(client, a.points, a.sweep_rows)
     print(f"\n{'runtime':<10} {'in-process rows/s':>18} {'1 worker rows/s':>16} {'2 workers rows/s':>17} "
           f"{'2w / 1w':>8} {'warm-up 1w s':>13} {'warm-up 2w s':>13}")
     for rt in runtimes:
@@ -139,7 +141,7 @@ def main():
     print(f"(in-process: {local_rows:,} rows in memory; mean cost per row {results[2][runtimes[0]][3]:.4f}, "
           "equal on 1 and 2 workers)")
     t_serial, t_dist, same, table = sweep
-    print(f"\nlambda sweep, {a.points} points x 100 trees on 6,000 rows: serial {t_serial:.2f} s, "
+    print(f"\nlambda sweep, {a.points} points x 200 trees on {a.sweep_rows:,} rows: serial {t_serial:.2f} s, "
           f"2 workers {t_dist:.2f} s, speed-up {t_serial / t_dist:.2f}x; tables and models identical: {same}")
     print(table)
 

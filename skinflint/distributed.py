@@ -436,7 +436,9 @@ def submit_curve(estimator, param_grid, X_train, y_train, X_val, y_val, X_test, 
     from distributed import default_client
     from sklearn.model_selection import ParameterGrid
     client = client or default_client()
-    data = client.scatter([X_train, y_train, X_val, y_val, X_test, y_test], hash=True)
+    # a copy on every worker (each fit reads all of it anyway): scattered data
+    # has no task to recompute it from, so a lone copy would die with its worker
+    data = client.scatter([X_train, y_train, X_val, y_val, X_test, y_test], hash=True, broadcast=True)
     token = time.time_ns()
     return [client.submit(_fit_point, estimator, p, *data, label, choose_rounds, pure=False,
                           key=f"skinflint-curve-{token}-{i}")
@@ -465,8 +467,8 @@ def cost_accuracy_curve(estimator, param_grid, X_train, y_train, X_val, y_val, X
 
     The rows, in grid order, equal the single-process rows (the models'
     JSON, accuracy, costs, rounds kept) except ``fit_time``, which is each
-    point's own fit time on its worker.  The six arrays are scattered to the
-    cluster once; each task returns its model as JSON text.  A task lost
+    point's own fit time on its worker.  The six arrays are scattered to
+    every worker once; each task returns its model as JSON text.  A task lost
     with its worker runs again (Dask's ``distributed.scheduler.allowed-failures``,
     default 3, bounds how often).
 

@@ -85,6 +85,9 @@ def test_predict_over_a_dataframe_with_a_budget_column(client, data, model):
     # float64 columns are rounded to float32 on the workers as they are here
     want = local_runtime("c-lazy", model).predict(df.drop(columns="budget").to_numpy(), b)
     assert_same_prediction(got, want)
+    # or the budgets as a Dask series with the frame's partitions
+    got = sfd.compute(sfd.predict(model, ddf.drop(columns="budget"), ddf["budget"], runtime="c-lazy"))
+    assert_same_prediction(got, want)
 
 
 class Broken:
