@@ -301,11 +301,8 @@ class LinearSVMClassifier(CostSensitiveClassifier):
         return tags
 
     def _validate_X(self, X, *, reset):
-        X = super()._validate_X(X, reset=reset)
-        if np.isnan(X).any():
-            raise ValueError("LinearSVMClassifier: X has missing values (NaN); a linear model "
-                             "cannot skip them: impute them first")
-        return X
+        from .kernel_svm import reject_missing
+        return reject_missing(super()._validate_X(X, reset=reset), type(self).__name__)
 
     @available_if(lambda est: False)
     def predict_proba(self, X, budget=None):  # pragma: no cover - never available
@@ -321,10 +318,9 @@ class LinearSVMClassifier(CostSensitiveClassifier):
         eval_set : (X_val, y_val), optional
             Rows for choosing C when ``C`` is a grid.
         """
+        from .kernel_svm import reject_missing
         X, y = self._validate_X_y(X, y)
-        if np.isnan(X).any():
-            raise ValueError("LinearSVMClassifier: X has missing values (NaN); a linear model "
-                             "cannot skip them: impute them first")
+        reject_missing(X, type(self).__name__)
         idx = self._encode_labels(y)
         self._costs = self._cost_spec(X.shape[1])
         grid = np.atleast_1d(np.asarray(self.C, np.float64))
