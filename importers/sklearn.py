@@ -4,7 +4,7 @@ Supported: ``DecisionTree*``, ``RandomForest*``, ``ExtraTrees*``,
 ``GradientBoosting*``, ``HistGradientBoosting*`` (classifiers and
 regressors) and linear models (anything with ``coef_`` and ``intercept_``:
 ``LogisticRegression``, ``LinearRegression``, ``Ridge``, ``LinearSVC``,
-``SGD*``, ...).  Kernel SVMs are not imported here yet.
+``SGD*``, ...).
 
 Routing is exact: scikit-learn compares the float32 input widened to
 float64 with a float64 threshold (``thresholds.le_threshold``), and NaN
@@ -26,6 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir import builders
+from ..ir.codes import KERNELS
 from ._common import IMPORTER_VERSION, bank_model, one_hot_values, resolve_costs
 from .thresholds import clamp_infinite, le_threshold
 
@@ -148,6 +149,8 @@ def from_sklearn(est, costs=None):
         info["exact"] = ("margin is float32(sklearn) bit for bit" if len(trees) == 1
                          else "routing exact; margins float32, see error_bound")
         return bank_model(trees, fc, task, base_score=base, source="sklearn", info=info)
+    if hasattr(est, "support_vectors_") and hasattr(est, "dual_coef_"):
+        return _kernel_model(est, fc, info)
     if hasattr(est, "coef_") and hasattr(est, "intercept_"):
         W = np.atleast_2d(np.asarray(est.coef_, np.float64))
         b = np.atleast_1d(np.asarray(est.intercept_, np.float64))
@@ -167,6 +170,60 @@ def from_sklearn(est, costs=None):
                      "trees, random forests, extra trees, (hist) gradient boosting and linear models")
 
 
+def _kernel_model(est, fc, info):
+    """SVC (binary) / SVR: ``dual_coef_ @ k(support_vectors_, x) + intercept_``
+    (scikit-learn's public, sign-corrected attributes give decision_function)."""
+    name = type(est).__name__
+    if est.kernel not in ("rbf", "linear", "poly"):
+        raise ValueError(f"{name}: kernel {est.kernel!r} is not supported (rbf, linear and poly are)")
+    if hasattr(est, "classes_") and len(est.classes_) != 2:
+        raise ValueError(f"{name}: multiclass SVC votes one-vs-one, which the IR does not express; "
+                         "import one binary SVC per class pair, or use a one-vs-rest model")
+    if getattr(est, "_sparse", False):
+        raise ValueError(f"{name}: fitted on sparse data; refit on a dense array")
+    F = int(est.n_features_in_)
+    sv = np.asarray(est.support_vectors_, np.float64)
+    used = np.flatnonzero(np.any(sv != 0, axis=0)) if est.kernel != "rbf" else np.arange(F)
+    task = (builders.binary_task(tuple(est.classes_), transform="identity") if hasattr(est, "classes_")
+            else builders.regression_task())
+    node = builders.kernel(sv[:, used], np.asarray(est.dual_coef_, np.float64)[0], used,
+                           kernel=est.kernel, gamma=float(est._gamma), coef0=float(est.coef0),
+                           degree=int(est.degree), bias=float(np.ravel(est.intercept_)[0]), name="sklearn")
+    info["exact"] = "margins float32, see error_bound"
+    meta = {"trainer": "import:sklearn", "importer_version": IMPORTER_VERSION, "source": info}
+    return builders.model(fc.features(), [node], 0, task=task, groups=fc.ir_groups(), metadata=meta)
+
+
+def _kernel_bound(node, X):
+    """First-order float32 error of a kernel node against its float64 value,
+    doubled to cover the second-order terms (each below 1e-3 of the first)."""
+    X = np.asarray(X, np.float64)[:, node.features]
+    sv = node.support_vectors.astype(np.float64)
+    a = np.abs(node.alpha[:, 0].astype(np.float64))
+    D, S, g = sv.shape[1], sv.shape[0], float(node.gamma)
+    kname = {v: k for k, v in KERNELS.items()}[int(node.kernel)]
+    if kname == "rbf":
+        diff = X[:, None, :] - sv[None]
+        d2 = (diff ** 2).sum(2)
+        k = np.exp(-g * d2)
+        # sv rounding (u|sv| per coordinate), the float32 sum of squares,
+        # gamma's rounding and the product, expf's few ulps
+        dk = k * (g * (2 * U32 * (np.abs(diff) * np.abs(sv)[None]).sum(2) + (D + 3) * U32 * d2) + 4 * U32)
+    else:
+        dot = X @ sv.T
+        adot = np.abs(X) @ np.abs(sv).T
+        if kname == "linear":
+            k, dk = dot, (D + 2) * U32 * adot
+        else:
+            p = int(node.degree)
+            base = g * dot + float(node.coef0)
+            k = base ** p
+            dbase = g * (D + 3) * U32 * adot + U32 * np.abs(base)
+            dk = p * np.abs(base) ** max(p - 1, 0) * dbase + (p + 1) * U32 * np.abs(k)
+    ak = np.abs(k) * a
+    return 2 * ((dk * a).sum(1) + U32 * ak.sum(1) + (S + 2) * U32 * (ak.sum(1) + abs(float(node.bias[0]))))
+
+
 def error_bound(model, X=None) -> float | np.ndarray:
     """A bound on |IR margin - scikit-learn's float64 margin|.
 
@@ -184,6 +241,8 @@ def error_bound(model, X=None) -> float | np.ndarray:
         np.maximum.at(leafmax, owner[leaf], np.abs(node.value[leaf]).max(1).astype(np.float64))
         T = node.n_trees
         return (2 * T + 2) * U32 * (1 + U32) ** T * (np.abs(node.base_score).max() + leafmax.sum())
+    if node.kind == "kernel":
+        return _kernel_bound(node, X)
     W = np.asarray(node.weights, np.float64)
     X = np.nan_to_num(np.asarray(X, np.float64))
     F = W.shape[0]

@@ -5,6 +5,7 @@ every backend equals the reference (verify) for one model per family."""
 import numpy as np
 import pytest
 from sklearn import ensemble, linear_model, svm, tree
+from threadpoolctl import threadpool_limits
 
 from skinflint.importers.sklearn import error_bound, from_sklearn
 from skinflint.ir import FeatureCosts
@@ -40,12 +41,17 @@ CASES = [
     (linear_model.LogisticRegression(), XF, Y_3, ""),
     (linear_model.Ridge(), XF, Y_REG, ""),
     (svm.LinearSVC(), XF, Y_3, ""),
+    (svm.SVC(kernel="rbf", gamma=0.3), XF, Y_BIN, "verify"),
+    (svm.SVC(kernel="linear"), XF, Y_BIN, ""),
+    (svm.SVC(kernel="poly", degree=3, coef0=1.0, gamma=0.2), XF, Y_BIN, ""),
+    (svm.SVR(kernel="rbf"), XF, Y_REG, ""),
 ]
 
 
 @pytest.mark.parametrize("est,Xt,y,mode", CASES, ids=[f"{type(c[0]).__name__}-{i}" for i, c in enumerate(CASES)])
 def test_parity_with_sklearn(est, Xt, y, mode):
-    est.fit(Xt, y)
+    with threadpool_limits(1):                      # OpenMP threads thrash on a busy 2-core machine
+        est.fit(Xt, y)
     m = from_sklearn(est)
     R = check_rows(m, Xt)
     if not np.isnan(Xt).any():
@@ -80,7 +86,12 @@ def test_costs_by_feature_name():
 
 def test_unsupported_refused():
     with pytest.raises(ValueError, match="not supported"):
-        from_sklearn(svm.SVR().fit(XF, Y_REG))
+        from sklearn.neighbors import KNeighborsClassifier
+        from_sklearn(KNeighborsClassifier().fit(XF, Y_BIN))
+    with pytest.raises(ValueError, match="sigmoid"):
+        from_sklearn(svm.SVR(kernel="sigmoid").fit(XF, Y_REG))
+    with pytest.raises(ValueError, match="one-vs-one"):
+        from_sklearn(svm.SVC().fit(XF, Y_3))
     with pytest.raises(ValueError, match="poisson"):
         from_sklearn(ensemble.HistGradientBoostingRegressor(loss="poisson", max_iter=2).fit(X, np.abs(Y_REG)))
     with pytest.raises(ValueError, match="categorical"):
