@@ -13,7 +13,7 @@ import os
 import shutil
 import sys
 
-SUBPACKAGES = ("ir", "trainers", "compilers", "runtimes", "templates")
+SUBPACKAGES = ("ir", "trainers", "compilers", "runtimes", "templates", "importers")
 
 
 def write_tree(dest, repo=None):
