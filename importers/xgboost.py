@@ -143,6 +143,14 @@ def from_xgboost(model, costs=None, *, classes=None, raw_margin=False, base_marg
     if classes is None and hasattr(model, "classes_"):
         classes = tuple(model.classes_)
     booster = _booster(model)
+    if hasattr(model, "get_booster"):
+        # the sklearn wrapper predicts with the best iteration after early stopping
+        try:
+            best = model.best_iteration
+        except AttributeError:
+            best = None
+        if best is not None and best + 1 < booster.num_boosted_rounds():
+            booster = booster[: best + 1]
     learner_json = booster.save_raw("json").decode()
     d = _ubjson.loads(booster.save_raw("ubj"))["learner"]
     gb = d["gradient_booster"]

@@ -101,3 +101,13 @@ def test_categorical_splits_refused():
                   xgb.DMatrix(df, label=(np.arange(len(X)) % 4 == 1) * 1.0, enable_categorical=True), 3)
     with pytest.raises(ValueError, match="categorical"):
         from_xgboost(b)
+
+
+def test_sklearn_wrapper_early_stopping_keeps_the_best_iteration():
+    clf = xgb.XGBRegressor(n_estimators=60, max_depth=3, learning_rate=0.5, n_jobs=1,
+                           early_stopping_rounds=2).fit(X[:200], Y_REG[:200], eval_set=[(X[200:], Y_REG[200:])],
+                                                        verbose=False)
+    assert clf.best_iteration + 1 < 60                # it stopped early
+    m = from_xgboost(clf)
+    assert m.nodes[0].n_trees == clf.best_iteration + 1
+    assert same_bits(ReferenceRuntime(m).predict(X).scores[:, 0], clf.predict(X, output_margin=True))
