@@ -10,9 +10,10 @@ model:
   reaches the same leaf as in LightGBM, in every tree;
 * ``missing_type``: ``NaN`` sends NaN to the default child; ``None`` treats
   NaN as 0.0 (so NaN goes where 0 goes); ``Zero`` (``zero_as_missing``)
-  sends NaN and every x in LightGBM's zero band (-1e-35, 1e-35] to the
-  default child, which is one float32 test only when the band already lies
-  on the default side of the threshold: other ``Zero`` splits are refused;
+  sends NaN and every x in LightGBM's zero band [-1e-35, 1e-35] to the
+  default child: one float32 test when the band already lies on the
+  default side of the threshold, else three (below the band, in it, above
+  it) with the children copied (``_zero_band_tree``);
 * multiclass (``num_tree_per_iteration`` = K): tree i belongs to class
   i mod K, a K-output bank with -0.0 (the exact additive identity) in the
   other columns;
@@ -106,16 +107,15 @@ def _tree(t, i, n_class, klass, feature_names):
     default_left = (dt & 2) != 0
     missing = (dt >> 2) & 3
     missing_left = np.where(missing == 0, np.float32(0) <= thr, default_left)
-    for m in np.flatnonzero(missing == 1):
-        if not le_zero_region(thr[m], bool(default_left[m]), K_ZERO_THRESHOLD):
-            f = feature_names[feat[m]] if feature_names else f"feature {feat[m]}"
-            raise ValueError(f"LightGBM zero_as_missing split (missing_type=Zero) on {f} in tree {i}: "
-                             "values near 0 take the default direction against the threshold, which "
-                             "one float32 test cannot express; retrain with zero_as_missing=False "
-                             "(use NaN for missing values)")
     bad = np.flatnonzero(dt & 1)
     if bad.size:
         raise ValueError(f"LightGBM categorical split at node {bad[0]} of tree {i} is not supported")
+    zero = [m for m in np.flatnonzero(missing == 1)
+            if not le_zero_region(thr[m], bool(default_left[m]), K_ZERO_THRESHOLD)]
+    if zero:
+        node_v = _zero_band_tree(feat, thr, lc, rc, default_left, missing_left, leaf_value, set(zero), i)
+        return {**node_v, "value": (one_hot_values(node_v["value"], klass, n_class) if n_class > 1
+                                    else node_v["value"])}
     child = lambda c: np.where(c >= 0, c, n_int + ~c)  # noqa: E731  (leaf ~j sits at n_int + j)
     val = np.concatenate([np.zeros(n_int), leaf_value])
     return {"feature": np.concatenate([feat, np.full(n_leaves, -1)]),
@@ -124,6 +124,48 @@ def _tree(t, i, n_class, klass, feature_names):
             "right": np.concatenate([child(rc), np.full(n_leaves, -1)]),
             "value": one_hot_values(val, klass, n_class) if n_class > 1 else val,
             "missing_left": np.concatenate([missing_left, np.ones(n_leaves, bool)])}
+
+
+MAX_ZERO_BAND_NODES = 1 << 20
+
+
+def _zero_band_tree(feat, thr, lc, rc, default_left, missing_left, leaf_value, zero, i):
+    """A tree with ``missing_type=Zero`` splits whose zero band [-z, z]
+    straddles the threshold, as float32 tests: such a split on feature f
+    becomes ``x < -z`` (left: ``x <= t`` to L or R), else ``x <= z`` (left,
+    and NaN: the default child; right: ``x <= t`` to L or R).  The children
+    are copied where they are reached twice (the IR's trees are trees), so
+    the tree grows; a tree past MAX_ZERO_BAND_NODES nodes is refused."""
+    z = np.float32(K_ZERO_THRESHOLD)
+    out = {k: [] for k in ("feature", "threshold", "left", "right", "missing_left", "value")}
+
+    def new(f, t, ml, v=0.0):
+        if len(out["feature"]) >= MAX_ZERO_BAND_NODES:
+            raise ValueError(f"LightGBM zero_as_missing splits in tree {i} need more than "
+                             f"{MAX_ZERO_BAND_NODES} float32 tests; retrain with zero_as_missing=False")
+        for k, x in zip(out, (f, t, -1, -1, ml, v)):
+            out[k].append(x)
+        return len(out["feature"]) - 1
+
+    def link(n, a, b):
+        out["left"][n], out["right"][n] = a, b
+        return n
+
+    def emit(c):                                    # c: LightGBM child code (>= 0 node, < 0 leaf)
+        if c < 0:
+            return new(-1, np.float32(0), True, float(leaf_value[~c]))
+        f, t = int(feat[c]), thr[c]
+        if c not in zero:
+            n = new(f, t, bool(missing_left[c]))
+            return link(n, emit(lc[c]), emit(rc[c]))
+        plain = lambda: link(new(f, t, True), emit(lc[c]), emit(rc[c]))  # noqa: E731  (NaN never reaches it)
+        a = new(f, np.nextafter(-z, np.float32(-np.inf)), False)   # below the band; NaN goes on to b
+        b = new(f, z, True)                         # the band and NaN: the default child
+        link(b, emit(lc[c] if default_left[c] else rc[c]), plain())
+        return link(a, plain(), b)
+
+    emit(0)
+    return {k: np.asarray(v) for k, v in out.items()}
 
 
 def _task(objective, n_class, classes, raw_margin):

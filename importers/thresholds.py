@@ -88,14 +88,14 @@ def lt_threshold(t) -> np.ndarray:
 
 
 def le_zero_region(t32: np.float32, default_left: bool, zero: float) -> bool:
-    """Whether every float32 x in LightGBM's zero region (-zero, zero] takes
+    """Whether every float32 x in LightGBM's zero region [-zero, zero] takes
     the default direction under ``x <= t32`` anyway (then a
     ``missing_type=Zero`` split is an ordinary split whose NaN goes the
     default way)."""
     z = np.float32(zero)
     if default_left:
         return bool(z <= t32)
-    return bool(np.nextafter(-z, np.float32(np.inf)) > t32)
+    return bool(-z > t32)
 
 
 def clamp_infinite(t32: np.ndarray) -> np.ndarray:

@@ -82,18 +82,23 @@ def test_sklearn_wrapper_file_and_string(tmp_path):
     assert same_bits(ReferenceRuntime(from_lightgbm(clf.booster_.model_to_string())).predict(X).scores, want)
 
 
-def test_zero_as_missing_handled_or_refused_by_name():
+def test_zero_as_missing_splits_follow_lightgbm_in_and_around_the_zero_band():
     Xz = np.where(np.isnan(X), 0, X).astype(np.float32)
     Xz[::3, 1] = 0.0
     b = lgb.train({**BASE, "objective": "binary", "zero_as_missing": True}, lgb.Dataset(Xz, Y_BIN), 10)
-    try:
-        m = from_lightgbm(b)
-    except ValueError as e:
-        assert "zero_as_missing" in str(e)
-    else:
-        Xt = Xz.copy()
-        Xt[::5, 1] = np.float32(1e-36)             # inside LightGBM's zero band
-        check_against_lightgbm(b, m, np.concatenate([Xt, check_rows(m, Xz, finite=False)]))
+    assert any(int(d) >> 2 & 3 == 1 for line in b.model_to_string().split("\n")
+               if line.startswith("decision_type=") for d in line[14:].split())   # Zero splits exist
+    m = from_lightgbm(b)
+    z = np.float32(1e-35)
+    band = np.float32([0.0, -0.0, z, -z, np.nextafter(z, np.float32(1)), np.nextafter(-z, np.float32(1)),
+                       np.nextafter(z, np.float32(-1)), np.nextafter(-z, np.float32(-1)), 1e-36, -1e-36,
+                       np.nan, 1e-30, -1e-30])
+    rows = [Xz.copy() for _ in band]
+    for r, v in zip(rows, band):
+        r[:, :] = np.where(np.random.default_rng(1).random(r.shape) < 0.5, v, r)
+    check_against_lightgbm(b, m, np.concatenate(rows + [check_rows(m, Xz, finite=False)]))
+    rep = verify(m, Xz[:32])
+    assert rep.ok, rep.table()
 
 
 @pytest.mark.parametrize("params,match", [

@@ -65,9 +65,9 @@ def test_refusals_name_the_problem():
 def test_zero_region_test():
     z = 1e-35
     zf = np.float32(z)
-    # default left: plain only when the whole band (-z, z] is <= t
+    # default left: plain only when the whole band [-z, z] is <= t
     assert le_zero_region(zf, True, z)
     assert not le_zero_region(np.nextafter(zf, np.float32(-1)), True, z)
     # default right: plain only when the whole band is > t
-    assert le_zero_region(-zf, False, z)
-    assert not le_zero_region(np.nextafter(-zf, np.float32(1)), False, z)
+    assert le_zero_region(np.nextafter(-zf, np.float32(-1)), False, z)
+    assert not le_zero_region(-zf, False, z)
