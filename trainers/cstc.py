@@ -72,6 +72,21 @@ def bank_outputs(bank, X, n_features):
 class _TreeIR:
     """IR export shared by CSTC and ASTC (``tree_``, ``_basis``, ``_costs`` fitted)."""
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        # a linear scorer over raw features cannot route NaN; a bank can
+        tags.input_tags.allow_nan = self.bank is not None
+        if tags.classifier_tags is not None:
+            tags.classifier_tags.multi_class = False      # binary: +-1 squared loss
+        return tags
+
+    def _validate_X(self, X, *, reset):
+        X = super()._validate_X(X, reset=reset)
+        if self.bank is None and np.isnan(X).any():
+            raise ValueError("X: NaN found; this tree's linear scorers read raw features and cannot "
+                             "route a missing value; impute it first")
+        return X
+
     def _ir_from(self, ht: HardTree) -> ir.Model:
         first = 0 if self._basis.bank is None else 1
         nodes = to_ir_nodes(ht, self._basis.inputs(), first_index=first,
@@ -115,11 +130,18 @@ class _SquaredBinary:
     def _encode_target(self, y, reset=True):
         idx = self._encode_labels(y, reset=reset)
         if len(self.classes_) != 2:
-            raise ValueError(f"{type(self).__name__} is binary; y has {len(self.classes_)} classes")
+            raise ValueError(f"Only binary classification is supported. {type(self).__name__} "
+                             f"got {len(self.classes_)} classes (thesis §3.4 and Kusner et al. "
+                             "define CSTC/ASTC for two classes or regression)")
         return 2.0 * idx - 1.0
 
     def _task(self):
         return ir.binary_task(self._ir_classes(), "identity")
+
+    @property
+    def predict_proba(self):
+        raise AttributeError(f"{type(self).__name__} has no predict_proba: its squared-loss margin "
+                             "is not a log-odds; use decision_function")
 
     @staticmethod
     def _val_score(model, Xv, yv):
