@@ -8,8 +8,9 @@ tl2cgen-generated C for the same trees, in one run.
 ``--save`` / ``--against`` need no anchors: synthetic depth-6 trees (100
 and 1000, seeded) are compiled to the exact ONNX graph and to C; ``--save``
 writes those artifacts to DIR, and ``--against`` times DIR's artifacts and
-the current compilers' side by side, rounds interleaved, best round kept
-(the shared machine's slow spells hit both alike).
+the current compilers' side by side in CPU time on one thread, rounds
+interleaved, best round kept (the shared machine's slow spells hit both
+alike).
 
 The trees come from LightGBM (depth 6, 63 leaves); they are converted to
 the skinflint IR (thresholds rounded down to float32, which is exact for
@@ -161,7 +162,8 @@ SMALL_HARNESS = r"""
 #include <stdlib.h>
 #include <time.h>
 #include "sfm.h"
-static double now(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec + 1e-9 * t.tv_nsec; }
+/* CPU time of this process: a busy shared machine slows it far less than wall time */
+static double now(void) { struct timespec t; clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t); return t.tv_sec + 1e-9 * t.tv_nsec; }
 typedef struct { const float *row; } src;
 static float fetch(void *ctx, int32_t j) { return ((src *)ctx)->row[j]; }
 int main(int argc, char **argv) {
@@ -226,7 +228,18 @@ def compare_artifacts(old_dir, n_rows, rounds=6):
 
     from skinflint.compilers.c import C_FLAGS, render
     from skinflint.compilers.onnx import compile_onnx
+    import time
     rng = np.random.default_rng(1)
+    # CPU time on one thread: old and new graphs do the same work whatever
+    # else the shared machine runs (wall time varied 0.7x-1.3x between two
+    # copies of one artifact under load)
+    one_thread = ort.SessionOptions()
+    one_thread.intra_op_num_threads = one_thread.inter_op_num_threads = 1
+
+    def cpu_timed(fn):
+        t = time.process_time()
+        fn()
+        return time.process_time() - t
     with tempfile.TemporaryDirectory() as work:
         for T in (100, 1000):
             model = synthetic_model(T)
@@ -250,9 +263,9 @@ def compare_artifacts(old_dir, n_rows, rounds=6):
             feed = {"X": X, "budget": np.full(n_rows, np.inf)}
             for r in range(rounds):
                 for tag in (("old", "new") if r % 2 == 0 else ("new", "old")):   # neither always first
-                    sess = ort.InferenceSession(protos[tag], providers=["CPUExecutionProvider"])
+                    sess = ort.InferenceSession(protos[tag], one_thread, providers=["CPUExecutionProvider"])
                     sess.run(None, {"X": X[:16], "budget": feed["budget"][:16]})
-                    t = min(timed(lambda: sess.run(None, feed))[1] for _ in range(3))
+                    t = min(cpu_timed(lambda: sess.run(None, feed)) for _ in range(3))
                     del sess
                     best[("onnx", tag)] = min(best.get(("onnx", tag), np.inf), t / n_rows * 1e9)
                     out = subprocess.run([exes[tag], f"{work}/X.bin", str(n_rows), "3" if T == 100 else "1"],
@@ -260,7 +273,7 @@ def compare_artifacts(old_dir, n_rows, rounds=6):
                     for line in out.strip().splitlines():
                         k, v = line.split()
                         best[(k, tag)] = min(best.get((k, tag), np.inf), float(v))
-            print(f"{T} trees, {n_rows} rows, ns per row (best of {rounds} interleaved rounds):")
+            print(f"{T} trees, {n_rows} rows, CPU ns per row, one thread (best of {rounds} interleaved rounds):")
             for k in ("onnx", "dense", "lazy"):
                 label = {"onnx": "ONNX exact (batch)", "dense": "C dense", "lazy": "C on-demand"}[k]
                 o, n = best[(k, "old")], best[(k, "new")]
