@@ -36,6 +36,9 @@ def parse():
     ap.add_argument("--sweep-rows", type=int, default=30_000)
     ap.add_argument("--numba-threads", type=int, default=1)
     ap.add_argument("--runtimes", default="reference,c,onnx")
+    ap.add_argument("--skip-scoring", action="store_true")
+    ap.add_argument("--malloc-trim", action="store_true",
+                    help="keep Dask's MALLOC_TRIM_THRESHOLD_=65536 in the workers (default: drop it)")
     return ap.parse_args()
 
 
@@ -107,30 +110,53 @@ def bench_sweep(client, points, n_train):
     args = (est, grid, X[tr], y[tr], X[va], y[va], X[te], y[te])
     cost_accuracy_curve(est, {"cost_tradeoff": [0.0]}, *args[2:], verbose=0)      # numba compile/cache load
     serial, t_serial = timed(lambda: cost_accuracy_curve(*args, verbose=0))
-    sfd.cost_accuracy_curve(est, {"cost_tradeoff": [0.0]}, *args[2:], client=client, verbose=0)  # worker warm-up
+    # numba cache loads on both workers: one point each
+    sfd.cost_accuracy_curve(est, {"cost_tradeoff": [0.0, 1.0]}, *args[2:], client=client, verbose=0)
     dist, t_dist = timed(lambda: sfd.cost_accuracy_curve(*args, client=client, verbose=0))
     same = format_table(serial) == format_table(dist) and all(
         ir.to_json(a["model"]) == ir.to_json(b["model"]) for a, b in zip(serial, dist))
-    return t_serial, t_dist, same, format_table(dist)
+    fits = (sum(r["fit_time"] for r in serial), sum(r["fit_time"] for r in dist))
+    return t_serial, t_dist, same, format_table(dist), fits
 
 
 def main():
+    import dask
     from distributed import Client, LocalCluster
     a = ARGS
+    if not a.malloc_trim:
+        # Dask's nanny sets MALLOC_TRIM_THRESHOLD_ in every worker, which makes
+        # glibc mmap every large array afresh: the fits take 30-80% more CPU
+        env = dict(dask.config.get("distributed.nanny.pre-spawn-environ"))
+        env.pop("MALLOC_TRIM_THRESHOLD_", None)
+        dask.config.set({"distributed.nanny.pre-spawn-environ": env})
     runtimes = [r for r in a.runtimes.split(",") if r]
     print(f"cpus: {os.cpu_count()}, numba threads per process: {a.numba_threads}, load average "
           f"{os.getloadavg()[0]:.1f}")
     model = scoring_model(a.trees)
     print(f"scoring model: {a.trees} trees, {model.n_features} features; {a.rows:,} rows in chunks of {a.chunk:,}")
     local_rows = min(a.rows, 500_000)
-    local = bench_local(model, runtimes, local_rows)
+    local = {} if a.skip_scoring else bench_local(model, runtimes, local_rows)
     results = {}
     for n in (1, 2):
+        if a.skip_scoring and n == 1:
+            continue
         with LocalCluster(n_workers=n, processes=True, threads_per_worker=1, dashboard_address=None) as cl, \
                 Client(cl) as client:
-            results[n] = bench_scoring(client, model, runtimes, a.rows, a.chunk)
+            if not a.skip_scoring:
+                results[n] = bench_scoring(client, model, runtimes, a.rows, a.chunk)
             if n == 2:
                 sweep = bench_sweep(client, a.points, a.sweep_rows)
+    print(f"workers' MALLOC_TRIM_THRESHOLD_: {'kept (65536)' if a.malloc_trim else 'dropped'}")
+    if not a.skip_scoring:
+        print_scoring(runtimes, local, results, local_rows)
+    t_serial, t_dist, same, table, fits = sweep
+    print(f"\nlambda sweep, {a.points} points x 200 trees on {a.sweep_rows:,} rows: serial {t_serial:.2f} s, "
+          f"2 workers {t_dist:.2f} s, speed-up {t_serial / t_dist:.2f}x; tables and models identical: {same}")
+    print(f"sum of the points' fit times: serial {fits[0]:.2f} s, on the workers {fits[1]:.2f} s")
+    print(table)
+
+
+def print_scoring(runtimes, local, results, local_rows):
     print(f"\n{'runtime':<10} {'in-process rows/s':>18} {'1 worker rows/s':>16} {'2 workers rows/s':>17} "
           f"{'2w / 1w':>8} {'warm-up 1w s':>13} {'warm-up 2w s':>13}")
     for rt in runtimes:
@@ -140,10 +166,6 @@ def main():
               f"{r1[1]:>13.2f} {r2[1]:>13.2f}")
     print(f"(in-process: {local_rows:,} rows in memory; mean cost per row {results[2][runtimes[0]][3]:.4f}, "
           "equal on 1 and 2 workers)")
-    t_serial, t_dist, same, table = sweep
-    print(f"\nlambda sweep, {a.points} points x 200 trees on {a.sweep_rows:,} rows: serial {t_serial:.2f} s, "
-          f"2 workers {t_dist:.2f} s, speed-up {t_serial / t_dist:.2f}x; tables and models identical: {same}")
-    print(table)
 
 
 if __name__ == "__main__":

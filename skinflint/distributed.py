@@ -247,8 +247,9 @@ def predict(model, X, budget=None, *, runtime="reference", runtime_options=None)
     preds = [task(key, dmodel, runtime, runtime_options, i, r, b)
              for i, (r, b) in enumerate(zip(rows, budgets))]
     # dtypes and trailing shapes from a zero-row prediction by the same runtime
+    n_features = (model if isinstance(model, ir.Model) else ir.from_json(text)).n_features
     meta = dask.compute(task(key, dmodel, runtime, runtime_options, -1,
-                             np.zeros((0, ir.from_json(text).n_features), np.float32), None))[0]
+                             np.zeros((0, n_features), np.float32), None))[0]
     fields = {}
     for name in _fields():
         m = getattr(meta, name)
