@@ -14,6 +14,13 @@ _LAZY = {
     "GreedyMiserClassifier": ("skinflint.trainers", "GreedyMiserClassifier"),
     "GreedyMiserRegressor": ("skinflint.trainers", "GreedyMiserRegressor"),
     "EarlyExitClassifier": ("skinflint.trainers", "EarlyExitClassifier"),
+    "AFRClassifier": ("skinflint.trainers", "AFRClassifier"),
+    "LinearSVMClassifier": ("skinflint.trainers", "LinearSVMClassifier"),
+    "SparseLinearClassifier": ("skinflint.trainers", "SparseLinearClassifier"),
+    "KernelSVMClassifier": ("skinflint.trainers", "KernelSVMClassifier"),
+    "CVMClassifier": ("skinflint.trainers", "CVMClassifier"),
+    "LARSSVMClassifier": ("skinflint.trainers", "LARSSVMClassifier"),
+    "ReducedSVMClassifier": ("skinflint.trainers", "ReducedSVMClassifier"),
 }
 
 

@@ -3,12 +3,20 @@
 ``TRAINERS`` (``trainers.registry``) names every trainer for the CLI, the
 demo and the curve helper.
 """
+from .afr import AFRClassifier
 from .base import CostSensitiveClassifier, CostSensitiveRegressor
 from .curves import cost_accuracy_curve, format_table
+from .cvm import CVMClassifier, LARSSVMClassifier
 from .early_exit import EarlyExitClassifier
 from .greedy_miser import GreedyMiserClassifier, GreedyMiserRegressor
+from .kernel_svm import KernelSVMClassifier
+from .linear_svm import LinearSVMClassifier
+from .reduced_svm import ReducedSVMClassifier
+from .sparse_linear import SparseLinearClassifier
 from .registry import ESTIMATORS, TRAINERS, TrainerSpec
 
 __all__ = ["CostSensitiveClassifier", "CostSensitiveRegressor", "GreedyMiserClassifier",
-           "GreedyMiserRegressor", "EarlyExitClassifier", "cost_accuracy_curve", "format_table",
+           "GreedyMiserRegressor", "EarlyExitClassifier", "AFRClassifier", "LinearSVMClassifier",
+           "SparseLinearClassifier", "KernelSVMClassifier", "CVMClassifier", "LARSSVMClassifier",
+           "ReducedSVMClassifier", "cost_accuracy_curve", "format_table",
            "TRAINERS", "ESTIMATORS", "TrainerSpec"]

@@ -8,8 +8,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .afr import AFRClassifier
+from .cvm import CVMClassifier, LARSSVMClassifier
 from .early_exit import EarlyExitClassifier
 from .greedy_miser import GreedyMiserClassifier, GreedyMiserRegressor
+from .kernel_svm import KernelSVMClassifier
+from .linear_svm import LinearSVMClassifier
+from .reduced_svm import ReducedSVMClassifier
+from .sparse_linear import SparseLinearClassifier
 
 
 @dataclass(frozen=True)
@@ -63,6 +69,8 @@ class TrainerSpec:
         return cls(**{k: v for k, v in {**params, **self.fixed}.items() if k in own})
 
 
+_SV_FRACTIONS = (0.01, 0.02, 0.05, 0.1, 0.2)
+_FAST_SVM = dict(n_support_vectors=3, C=1.0)
 _FAST_TREES = dict(n_estimators=10, max_depth=3, min_samples_leaf=5, verbose=0, random_state=0)
 
 TRAINERS = {s.name: s for s in [
@@ -77,6 +85,22 @@ TRAINERS = {s.name: s for s in [
                 test_params=_FAST_TREES),
     TrainerSpec("early-exit", "Early Exit", EarlyExitClassifier, None, "threshold",
                 (0.5, 1.0, 2.0, 4.0), test_params=dict(_FAST_TREES, exit_every=3), choose_rounds=False),
+    # AFR is one anytime model: its own curve is AFRClassifier.anytime_curve
+    TrainerSpec("afr", "AFR", AFRClassifier, None, "lambda0", (0.1,), choose_rounds=False,
+                test_params=dict(dims_per_block=2, trees_per_dim=3, n_blocks=2, min_samples_leaf=2,
+                                 random_state=0)),
+    TrainerSpec("linear-svm", "Linear SVM", LinearSVMClassifier, None, "C", (0.01, 0.1, 1.0, 10.0),
+                choose_rounds=False),
+    TrainerSpec("l1-linear", "Cost-weighted l1 linear", SparseLinearClassifier, None, "C",
+                (0.003, 0.01, 0.03, 0.1, 0.3, 1.0), test_params=dict(C=1.0), choose_rounds=False),
+    TrainerSpec("svm", "Kernel SVM", KernelSVMClassifier, None, "C", (0.1, 1.0, 10.0, 100.0),
+                test_params=dict(C=1.0), choose_rounds=False),
+    TrainerSpec("cvm", "CVM", CVMClassifier, None, "n_support_vectors", _SV_FRACTIONS,
+                test_params=dict(_FAST_SVM, max_iter=20), choose_rounds=False),
+    TrainerSpec("lars-svm", "LARS-SVM", LARSSVMClassifier, None, "n_support_vectors", _SV_FRACTIONS,
+                test_params=_FAST_SVM, choose_rounds=False),
+    TrainerSpec("reduced-svm", "Reduced-SVM", ReducedSVMClassifier, None, "n_support_vectors",
+                _SV_FRACTIONS, test_params=_FAST_SVM, choose_rounds=False),
 ]}
 
 
