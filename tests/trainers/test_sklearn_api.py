@@ -41,7 +41,7 @@ def spam():
 
 def _gm(ds, **kw):
     from skinflint.trainers import GreedyMiserClassifier
-    return GreedyMiserClassifier(n_estimators=20, feature_costs=ds.costs, random_state=0, verbose=0, **kw)
+    return GreedyMiserClassifier(n_estimators=10, feature_costs=ds.costs, random_state=0, verbose=0, **kw)
 
 
 def test_grid_search_over_lambda_on_spambase(spam):
