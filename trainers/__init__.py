@@ -4,8 +4,10 @@
 demo and the curve helper.
 """
 from .afr import AFRClassifier
+from .astc import ASTCClassifier, ASTCRegressor, node_budgets_from
 from .base import CostSensitiveClassifier, CostSensitiveRegressor
 from .curves import cost_accuracy_curve, format_table
+from .cstc import CSTCClassifier, CSTCRegressor
 from .cvm import CVMClassifier, LARSSVMClassifier
 from .early_exit import EarlyExitClassifier
 from .greedy_miser import GreedyMiserClassifier, GreedyMiserRegressor
@@ -16,7 +18,8 @@ from .sparse_linear import SparseLinearClassifier
 from .registry import ESTIMATORS, TRAINERS, TrainerSpec
 
 __all__ = ["CostSensitiveClassifier", "CostSensitiveRegressor", "GreedyMiserClassifier",
-           "GreedyMiserRegressor", "EarlyExitClassifier", "AFRClassifier", "LinearSVMClassifier",
+           "GreedyMiserRegressor", "EarlyExitClassifier", "CSTCClassifier", "CSTCRegressor",
+           "ASTCClassifier", "ASTCRegressor", "node_budgets_from", "AFRClassifier", "LinearSVMClassifier",
            "SparseLinearClassifier", "KernelSVMClassifier", "CVMClassifier", "LARSSVMClassifier",
            "ReducedSVMClassifier", "cost_accuracy_curve", "format_table",
            "TRAINERS", "ESTIMATORS", "TrainerSpec"]

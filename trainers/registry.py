@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .afr import AFRClassifier
+from .astc import ASTCClassifier, ASTCRegressor
+from .cstc import CSTCClassifier, CSTCRegressor
 from .cvm import CVMClassifier, LARSSVMClassifier
 from .early_exit import EarlyExitClassifier
 from .greedy_miser import GreedyMiserClassifier, GreedyMiserRegressor
@@ -85,6 +87,11 @@ TRAINERS = {s.name: s for s in [
                 test_params=_FAST_TREES),
     TrainerSpec("early-exit", "Early Exit", EarlyExitClassifier, None, "threshold",
                 (0.5, 1.0, 2.0, 4.0), test_params=dict(_FAST_TREES, exit_every=3), choose_rounds=False),
+    TrainerSpec("cstc", "CSTC", CSTCClassifier, CSTCRegressor, "cost_tradeoff",
+                (0.04, 0.02, 0.01, 0.005, 0.0025),
+                test_params=dict(max_depth=2, max_cycles=2, cost_reweight_rounds=1), choose_rounds=False),
+    TrainerSpec("astc", "ASTC", ASTCClassifier, ASTCRegressor, "budget", (4.0, 8.0, 16.0, 32.0, 64.0),
+                test_params=dict(max_depth=2), choose_rounds=False),
     # AFR is one anytime model: its own curve is AFRClassifier.anytime_curve
     TrainerSpec("afr", "AFR", AFRClassifier, None, "lambda0", (0.1,), choose_rounds=False,
                 test_params=dict(dims_per_block=2, trees_per_dim=3, n_blocks=2, min_samples_leaf=2,
