@@ -5,7 +5,9 @@ path to a .onnx file, serialized bytes, or a skinflint ``Model`` (compiled
 on the spot, exact mode unless ``mode="fast"``; keyword options go to
 ``compile_onnx``).  ``predict(X, budget=None)`` returns a ``Prediction``; rows go
 through in chunks of ``CHUNK_ROWS`` to bound the graph's per-row
-intermediates ([rows, trees] and [rows, units]).
+intermediates ([rows, trees] and [rows, units]); a model with kernel nodes
+takes ``kernel_chunk_rows(model)`` rows at a time instead, since its kernel
+sums carry [rows, support vectors] blocks.
 """
 from __future__ import annotations
 
@@ -18,6 +20,18 @@ from ..ir.model import Model
 from .prediction import Prediction, as_budget, as_features
 
 CHUNK_ROWS = 4096
+# rows x support vectors per onnxruntime call for kernel models: a full SVM
+# over 784 features with 3735 vectors grows by 1084 MB at 4096 rows a call and
+# 447 MB at 1024 (issue 18, point 6); 2**18 / 3735 gives 70 rows a call
+KERNEL_CELLS = 1 << 18
+
+
+def kernel_chunk_rows(model: Model) -> int:
+    """Rows per onnxruntime call: ``CHUNK_ROWS``, or fewer when the model has
+    kernel nodes (``KERNEL_CELLS`` / the most support vectors in one node,
+    at least 16)."""
+    S = max((len(n.support_vectors) for n in model.nodes if n.kind == "kernel"), default=0)
+    return CHUNK_ROWS if not S else max(16, min(CHUNK_ROWS, KERNEL_CELLS // S))
 
 
 class OnnxRuntime:
@@ -29,8 +43,10 @@ class OnnxRuntime:
         import onnx
         import onnxruntime as ort
 
+        self.chunk_rows = CHUNK_ROWS
         if isinstance(source, Model):
             from ..compilers.onnx import compile_onnx
+            self.chunk_rows = kernel_chunk_rows(source)
             source = compile_onnx(source, tables=tables, **compile_options)
         elif compile_options or tables is not None:
             raise ValueError(f"compile options {sorted(compile_options) or ['tables']} need a Model, "
@@ -70,10 +86,11 @@ class OnnxRuntime:
                              "(compile_onnx(..., budget=True))")
         b = as_budget(budget, N)
         parts = {name: [] for name in self.outputs}
-        for r0 in range(0, max(N, 1), CHUNK_ROWS):
-            feed = {"X": X[r0:r0 + CHUNK_ROWS]}
+        step = self.chunk_rows
+        for r0 in range(0, max(N, 1), step):
+            feed = {"X": X[r0:r0 + step]}
             if "budget" in self.inputs:
-                feed["budget"] = b[r0:r0 + CHUNK_ROWS]
+                feed["budget"] = b[r0:r0 + step]
             for name, v in zip(self.outputs, self.session.run(self.outputs, feed)):
                 parts[name].append(v)
         return {k: np.concatenate(v) for k, v in parts.items()}
