@@ -75,7 +75,8 @@ def node_budgets_from(estimator) -> np.ndarray:
 
 
 class _ASTCMixin(_TreeIR):
-    """Parameters (defaults in brackets)
+    """
+    Parameters
     ----------
     budget : float or sequence [16.0]
         New-item cost budget of a node: one number for every node (the

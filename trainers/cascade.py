@@ -40,7 +40,8 @@ BANKS = ("tiers", "gbrt", "greedy_miser")
 
 
 class _CascadeClassifier(CostSensitiveClassifier):
-    """Parameters (defaults in brackets)
+    """
+    Parameters
     ----------
     cost_tradeoff : float [1e-3]
         lambda, per training row in cost units (the loss is a weighted mean).

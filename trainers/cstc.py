@@ -149,7 +149,8 @@ class _SquaredBinary:
 
 
 class _CSTCMixin(_TreeIR):
-    """Parameters (defaults in brackets)
+    """
+    Parameters
     ----------
     cost_tradeoff : float [0.01]
         lambda of T(3.13), per row on the standardised target.  ``lambda_grid``

@@ -246,9 +246,12 @@ class CVMClassifier(_CompressedSVM):
     Attributes
     ----------
     full_svm_ : the KernelSVMClassifier compressed
-    support_vectors_ : float32 [m, D];  dual_coef_ : [m, K'];  intercept_ : [K']
+    support_vectors_ : float32 [m, D]
+    dual_coef_ : [m, K']
+    intercept_ : [K']
     selected_ : indices of the full SVM's vectors chosen as starting points
-    n_support_ : m;  loss_ : final mean squared gap to the full predictions
+    n_support_ : m
+    loss_ : final mean squared gap to the full predictions
     """
 
 

@@ -191,7 +191,8 @@ class KernelSVMClassifier(KernelEstimator):
     support_vectors_ : float32 [S, D] in the standardised space
     dual_coef_ : float64 [S, K'] signed coefficients (K' = 1 for binary)
     intercept_ : float64 [K']
-    gamma_, C_ : the fitted values;  n_support_ : int, S
+    gamma_, C_ : the fitted values
+    n_support_ : int, S
     features_, shift_, scale_ : the node's feature list and transform
     """
 

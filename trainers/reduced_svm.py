@@ -218,7 +218,7 @@ class ReducedSVMClassifier(_WrapsSVM, KernelEstimator):
         (the full SVM is then fitted, or taken from ``svm``).
     C, gamma : float or sequence, default (1, 10, 100) and None (1 / D)
         Chosen as the full SVM's (grid on a validation split) unless ``svm``
-        is given, whose C_ / gamma_ / standardisation are then reused.
+        is given, whose ``C_`` / ``gamma_`` / standardisation are then reused.
     svm : KernelSVMClassifier, optional
     n_candidates : int, default 59 (kappa)
     record_sizes : sequence of int, optional
@@ -234,7 +234,8 @@ class ReducedSVMClassifier(_WrapsSVM, KernelEstimator):
     ----------
     support_ : indices of the basis rows in X, in the order they entered
         (the IR keeps that order: each prefix is an earlier, smaller model's basis)
-    support_vectors_, dual_coef_ [m, 1], intercept_ [1], n_support_, C_, gamma_
+    support_vectors_, dual_coef_, intercept_, n_support_, C_, gamma_ : arrays
+        [m, D], [m, 1], [1], m, and the chosen C and gamma
     """
 
     def __init__(self, *, n_support_vectors=0.1, C=(1.0, 10.0, 100.0), gamma=None, svm=None,

@@ -59,7 +59,8 @@ class SparseLinearClassifier(CostSensitiveClassifier):
 
     Attributes
     ----------
-    coef_ : float64 [K', F] on raw features;  intercept_ : [K']
+    coef_ : float64 [K', F] on raw features
+    intercept_ : [K']
     n_features_used_ : features with a non-zero float32 weight
 
     Multiclass targets are one-vs-rest: one K-wide node of the classes'
