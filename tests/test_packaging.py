@@ -27,10 +27,18 @@ for name, target in c_targets.TARGETS.items():
     with tempfile.TemporaryDirectory() as work:
         exe = c_targets.build_program(model, X, np.full(len(X), np.inf), target, work)
         print(f"target {name}: built {os.path.basename(exe)}")
+assert not c_targets.embedded_dir().startswith(sys.argv[1]), c_targets.embedded_dir()
 for board in ("mps2-an386", "microbit"):
     files = c_targets.bare_metal_files(board)
     assert all(os.path.isfile(p) for p in files.values()), files
     print(f"board {board}: support files installed")
+if c_targets.target_available("cortex-m4f")[0]:
+    from skinflint.runtimes.c import CRuntime
+    from skinflint.verify import verify
+    report = verify(model, X, runtimes=[CRuntime(model, target="cortex-m4f"),
+                                        CRuntime(model, api="lazy", target="cortex-m4f")])
+    assert report.ok, report.table()
+    print("cortex-m4f: parity OK")
 """
 
 
