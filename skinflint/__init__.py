@@ -14,6 +14,8 @@ _LAZY = {
     "GreedyMiserClassifier": ("skinflint.trainers", "GreedyMiserClassifier"),
     "GreedyMiserRegressor": ("skinflint.trainers", "GreedyMiserRegressor"),
     "EarlyExitClassifier": ("skinflint.trainers", "EarlyExitClassifier"),
+    "CronusClassifier": ("skinflint.trainers", "CronusClassifier"),
+    "CSCCClassifier": ("skinflint.trainers", "CSCCClassifier"),
     "CSTCClassifier": ("skinflint.trainers", "CSTCClassifier"),
     "CSTCRegressor": ("skinflint.trainers", "CSTCRegressor"),
     "ASTCClassifier": ("skinflint.trainers", "ASTCClassifier"),

@@ -6,6 +6,7 @@ demo and the curve helper.
 from .afr import AFRClassifier
 from .astc import ASTCClassifier, ASTCRegressor, node_budgets_from
 from .base import CostSensitiveClassifier, CostSensitiveRegressor
+from .cascade import CronusClassifier, CSCCClassifier
 from .curves import cost_accuracy_curve, format_table
 from .cstc import CSTCClassifier, CSTCRegressor
 from .cvm import CVMClassifier, LARSSVMClassifier
@@ -18,7 +19,7 @@ from .sparse_linear import SparseLinearClassifier
 from .registry import ESTIMATORS, TRAINERS, TrainerSpec
 
 __all__ = ["CostSensitiveClassifier", "CostSensitiveRegressor", "GreedyMiserClassifier",
-           "GreedyMiserRegressor", "EarlyExitClassifier", "CSTCClassifier", "CSTCRegressor",
+           "GreedyMiserRegressor", "EarlyExitClassifier", "CronusClassifier", "CSCCClassifier", "CSTCClassifier", "CSTCRegressor",
            "ASTCClassifier", "ASTCRegressor", "node_budgets_from", "AFRClassifier", "LinearSVMClassifier",
            "SparseLinearClassifier", "KernelSVMClassifier", "CVMClassifier", "LARSSVMClassifier",
            "ReducedSVMClassifier", "cost_accuracy_curve", "format_table",

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from .afr import AFRClassifier
 from .astc import ASTCClassifier, ASTCRegressor
+from .cascade import CronusClassifier, CSCCClassifier
 from .cstc import CSTCClassifier, CSTCRegressor
 from .cvm import CVMClassifier, LARSSVMClassifier
 from .early_exit import EarlyExitClassifier
@@ -71,6 +72,9 @@ class TrainerSpec:
         return cls(**{k: v for k, v in {**params, **self.fixed}.items() if k in own})
 
 
+_CASCADE_TEST = dict(n_estimators=10, max_depth=3, min_samples_leaf=5, verbose=0, random_state=0,
+                     n_stages=3, max_cycles=2)
+_CASCADE_GRID = (4e-3, 2e-3, 1e-3, 5e-4, 2.5e-4, 1.2e-4, 6e-5, 3e-5)
 _SV_FRACTIONS = (0.01, 0.02, 0.05, 0.1, 0.2)
 _FAST_SVM = dict(n_support_vectors=3, C=1.0)
 _FAST_TREES = dict(n_estimators=10, max_depth=3, min_samples_leaf=5, verbose=0, random_state=0)
@@ -87,6 +91,10 @@ TRAINERS = {s.name: s for s in [
                 test_params=_FAST_TREES),
     TrainerSpec("early-exit", "Early Exit", EarlyExitClassifier, None, "threshold",
                 (0.5, 1.0, 2.0, 4.0), test_params=dict(_FAST_TREES, exit_every=3), choose_rounds=False),
+    TrainerSpec("cronus", "Cronus", CronusClassifier, None, "cost_tradeoff", _CASCADE_GRID,
+                test_params=_CASCADE_TEST, choose_rounds=False),
+    TrainerSpec("cscc", "CSCC", CSCCClassifier, None, "cost_tradeoff", _CASCADE_GRID,
+                test_params=_CASCADE_TEST, choose_rounds=False),
     TrainerSpec("cstc", "CSTC", CSTCClassifier, CSTCRegressor, "cost_tradeoff",
                 (0.04, 0.02, 0.01, 0.005, 0.0025),
                 test_params=dict(max_depth=2, max_cycles=2, cost_reweight_rounds=1), choose_rounds=False),
