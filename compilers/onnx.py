@@ -48,7 +48,7 @@ from __future__ import annotations
 import onnx
 from onnx import TensorProto, helper
 
-from ..ir.codes import KIND_KERNEL
+from ..ir.codes import KIND_CTREE, KIND_KERNEL
 from ..ir.lowering import lower
 from . import package_version
 from .onnx_cost import Costs, exact_in_any_order  # noqa: F401 (part of this module's API)
@@ -103,8 +103,10 @@ def exact_graph(setup: Setup, with_budget):
     the halt, the stage completed before it, and that stage's value."""
     g = setup.g
     values = Values(setup)
-    costs, routing = Costs(setup, values), Routing(setup, values)
+    routing = Routing(setup, values)
     mask = None if setup.t.top_kind <= KIND_KERNEL else routing.active_regions()
+    routes = routing.route_ends(mask) if setup.t.top_kind == KIND_CTREE else None
+    costs = Costs(setup, values, routes)
     feat_slots = costs.feature_slots(mask)
     h, cost = costs.halt(feat_slots, mask, with_budget)
     with g.scope("pay/halt", root=True):

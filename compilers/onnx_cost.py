@@ -28,9 +28,13 @@ class Costs(Part):
     """First touches, payments and the halting slot (reads ``Values`` for
     the leaves the trees reach)."""
 
-    def __init__(self, setup: Setup, values: Values):
+    def __init__(self, setup: Setup, values: Values, routes=None):
         super().__init__(setup)
         self.values = values
+        # classifier trees: (regions of each route, [N] route of each row);
+        # per-region constants then reduce per route at compile time, and a
+        # row gathers its route's row ([N, units], never [N, regions, units])
+        self.routes = routes
 
     # -- touch: the slot of each unit's first touch -------------------------
     def first_touches(self):
@@ -129,12 +133,22 @@ class Costs(Part):
         hidden = g.where(g.unsqueeze(mask, [2]), per_region, g.const(self.never))
         return g.op("ReduceMin", hidden, g.const([1], np.int64), keepdims=0)
 
+    def static_active(self, per_region, mask):
+        """Constant slots per region, [R, U] -> [N, U]: the smallest among
+        the row's active regions (per route at compile time when the regions
+        are a classifier tree's)."""
+        if self.routes is None:
+            return self.first_active(self.g.const(per_region[None]), mask, per_row=False)
+        regions, which = self.routes
+        table = np.stack([per_region[r].min(0) for r in regions])
+        return self.g.op("Gather", self.g.const(table), which, axis=0)
+
     def feature_slots(self, mask):
         """[N, F] int64: per row, the slot of each feature's first touch."""
         paths = self.first_touches()
         with self.g.scope("touch/features", root=True):
             if paths is None:
-                return self.first_active(self.g.const(self._static_features()[None]), mask, per_row=False)
+                return self.static_active(self._static_features(), mask)
             return self.first_active(paths, mask, per_row=True)
 
     # -- pay: the acquisition order, the running cost, the halt -------------
@@ -169,7 +183,7 @@ class Costs(Part):
                 parts.append(feat_slots if feats.size == self.F else g.gather(feat_slots, feats, 1))
             others = np.concatenate([L.tree0 + trees, L.sv0 + svs])
             if others.size:
-                parts.append(self.first_active(g.const(self.static(others)[None]), mask, per_row=False))
+                parts.append(self.static_active(self.static(others), mask))
             costs = np.concatenate([gc[groups], fc[feats], t.tree_cost[trees], t.sv_cost[svs]])
             budget = "budget" if with_budget else None
             never = rows_like(g, self.X, self.never, np.int64)
@@ -184,7 +198,7 @@ class Costs(Part):
                 # a negative budget halts at the very first unit, even a free one
                 first_static = self.static(np.arange(L.n_features + L.n_trees + L.n_sv)).min(1, keepdims=True)
                 first = g.op("Min", g.op("ReduceMin", feat_slots, g.const([1], np.int64), keepdims=0),
-                             g.squeeze(self.first_active(g.const(first_static[None]), mask, per_row=False), [1]))
+                             g.squeeze(self.static_active(first_static, mask), [1]))
                 h = g.where(g.op("Less", budget, g.const(np.float64(0))), first, h)
         return h, cost
 

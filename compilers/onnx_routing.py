@@ -73,6 +73,24 @@ class Routing(Part):
         with g.scope("route", root=True):
             return g.concat([g.unsqueeze(a, [1]) for a in act], 1)
 
+    def route_ends(self, mask):
+        """Classifier trees: (routes [P] of region index arrays, [N] int64).
+        A row's active regions are one root-to-leaf route; ``routes[p]``
+        lists the regions of route p (the tree's p-th reachable leaf), and
+        the [N] tensor says which route each row takes."""
+        g, t = self.g, self.t
+        routes, stack = [], [(0, [0])]
+        while stack:
+            c, path = stack.pop()
+            if t.ctl_left[c] < 0:
+                routes.append(np.array(path, np.int64))
+                continue
+            stack += [(int(t.ctl_right[c]), path + [int(t.ctl_right[c])]),
+                      (int(t.ctl_left[c]), path + [int(t.ctl_left[c])])]
+        with g.scope("route/end", root=True):
+            ends = g.cast(g.gather(mask, [int(r[-1]) for r in routes], 1), TensorProto.INT32)
+            return routes, g.op("ArgMax", ends, axis=1, keepdims=0)
+
     def stage(self, h, h_col, mask):
         """[N] int64: the last checkpoint completed before the halting slot
         ``h`` ([N], and ``h_col`` [N, 1]): the furthest along the route."""
