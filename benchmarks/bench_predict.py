@@ -71,33 +71,6 @@ int main(int argc, char **argv) {
 """
 
 
-def lightgbm_to_ir(booster, n_features):
-    """LightGBM trees as an IR bank (no NaN handling: the benchmark has none)."""
-    from skinflint import ir
-    trees = []
-    for info in booster.dump_model()["tree_info"]:
-        feat, thr, left, right, val, ml = [], [], [], [], [], []
-
-        def visit(node):
-            k = len(feat)
-            feat.append(-1), thr.append(0.0), left.append(-1), right.append(-1), val.append(0.0), ml.append(True)
-            if "leaf_value" in node:
-                val[k] = node["leaf_value"]
-                return k
-            t = float(node["threshold"])
-            t32 = np.float32(t)
-            if float(t32) > t:  # largest float32 <= t: exact for float32 x
-                t32 = np.nextafter(t32, np.float32(-np.inf))
-            feat[k], thr[k], ml[k] = node["split_feature"], float(t32), bool(node["default_left"])
-            left[k] = visit(node["left_child"])
-            right[k] = visit(node["right_child"])
-            return k
-        visit(info["tree_structure"])
-        trees.append(dict(feature=feat, threshold=thr, left=left, right=right, value=val, missing_left=ml))
-    bank = ir.concat_trees(trees)
-    return ir.model(ir.features_from_costs(np.ones(n_features)), [bank], 0, task=ir.binary_task())
-
-
 def _throughput_and_latency(run, X, reps=3, singles=300):
     """(rows/s on the whole batch, microseconds per single-row call): the
     best of ``reps`` batch runs, so one slow spell of a shared machine does
@@ -293,6 +266,7 @@ def main():
     if args.against:
         return compare_artifacts(args.against, args.rows)
     import lightgbm as lgb
+    from skinflint.importers import from_lightgbm
     rng = np.random.default_rng(0)
     F = args.features
     X = rng.normal(size=(args.rows, F)).astype(np.float32)
@@ -301,7 +275,7 @@ def main():
     for T in (100, 1000):
         clf = lgb.LGBMClassifier(n_estimators=T, max_depth=6, num_leaves=63, learning_rate=0.05,
                                  verbose=-1).fit(X, y)
-        model = lightgbm_to_ir(clf.booster_, F)
+        model = from_lightgbm(clf)   # unit costs; routing exact (docs/importers.md)
         print(f"\n{T} trees ({model.nodes[0].feature.shape[0]} nodes)")
         if args.only != "c":
             bench_onnx(clf, model, X)
