@@ -198,7 +198,7 @@ def compare(model, X, ref: Prediction, got: Prediction, name: str, worst=3) -> B
         bad_fetch = got.fetches != ref.features_used.sum(1)
         rep.fetches = int(bad_fetch.sum())
     bad = bad_scores | bad_out | bad_proba | bad_cost | bad_stage | bad_used | bad_fetch
-    order = np.argsort(-ulp_distance(ref.scores, got.scores).max(1) - bad_cost * 1e12)
+    order = np.argsort(-ulp_distance(ref.scores, got.scores).max(1) - bad_cost * 1e12, kind="stable")
     for i in [i for i in order if bad[i]][:worst]:
         what = ("scores" if bad_scores[i] else "output" if bad_out[i] else "proba" if bad_proba[i]
                 else "cost" if bad_cost[i] else "stage" if bad_stage[i] else "features_used"
