@@ -64,6 +64,8 @@ class Costs(Part):
         row, d = np.nonzero(by_start >= 0)
         f = by_start[row, d]
         np.bitwise_or.at(sets, (f // B, row), np.int32(1) << (f % B))
+        if self.routes is not None:
+            return self._route_touches(start, sets, by_start, len(lay.vals), W, B)
         regions = []
         for r in range(R):
             with g.scope(f"touch/region{r}", root=True):
@@ -87,10 +89,55 @@ class Costs(Part):
             static = self._static_features()
             return g.op("Min", y, g.const(static[None])) if np.any(static < self.never) else y
 
-    def _first_slots(self, cols, slots, sets, B, features, by_start):
+    def _route_touches(self, start, sets, by_start, n_starts, W, B):
+        """Classifier trees: [N, F] int64, per row the first slot at which a
+        tree path on its route touches each feature.  A row is in one region
+        per depth of the classifier tree, so the search runs once per depth
+        over that region's trees, gathered per row ([N, most trees of a
+        region at that depth]), and the smallest slot over depths wins.
+        Padding points at an appended leaf start with no features."""
+        g, sc, F, T = self.g, self.sched, self.F, self.layout.n_trees
+        regions, which = self.routes
+        sets = np.concatenate([sets, np.zeros((W, 1), np.int32)], 1)
+        by_start = np.concatenate([by_start, np.full((1, by_start.shape[1]), -1, np.int32)], 0)
+        with g.scope("touch/routes", root=True):
+            start = g.concat([start, rows_like(g, self.X, n_starts, np.int32, (1,))], 1)   # [N, T + 1]
+        depths = []
+        for d in range(max(len(r) for r in regions)):
+            at = sorted({int(r[d]) for r in regions if len(r) > d})
+            occ = [np.flatnonzero(sc.occ_region == r) for r in at]
+            n = max(o.size for o in occ)
+            if n == 0:
+                continue
+            trees = np.full((len(at) + 1, n), T, np.int64)               # last row: no region
+            slots = np.full((len(at) + 1, n + 1), self.never, np.int64)
+            for k, o in enumerate(occ):
+                trees[k, :o.size], slots[k, :o.size] = sc.occ_tree[o], sc.occ_slot[o] + 1
+            pick = np.array([at.index(int(r[d])) if len(r) > d else len(at) for r in regions], np.int64)
+            with g.scope(f"touch/depth{d}", root=True):
+                k = g.op("Gather", g.const(pick), which)
+                cols = g.op("GatherElements", start, g.op("Gather", g.const(trees), k), axis=1)
+                slot_rows = g.op("Gather", g.const(slots), k)
+                steps = []
+                for w0 in range(0, W, WORDS_PER_STEP):
+                    with g.scope(f"features{w0 * B}"):
+                        steps.append(self._first_slots(cols, np.zeros(n, np.int64), sets[w0:w0 + WORDS_PER_STEP], B,
+                                                       np.arange(w0 * B, min(F, (w0 + WORDS_PER_STEP) * B)),
+                                                       by_start, slot_rows))
+                depths.append(g.concat(steps, 1))
+        if not depths:        # no tree on any route: static touches only
+            return None
+        with g.scope("touch/features", root=True):
+            y = depths[0]
+            for z in depths[1:]:
+                y = g.op("Min", y, z)
+            return g.op("Min", y, self.static_active(self._static_features(), None))
+
+    def _first_slots(self, cols, slots, sets, B, features, by_start, slot_rows=None):
         """[N, len(features)] int64: the first slot at which the trees whose
-        leaf starts are ``cols`` [N, n] (evaluated at ``slots``) touch
-        ``features``, whose bits ``sets`` [words, leaf starts] hold."""
+        leaf starts are ``cols`` [N, n] (evaluated at ``slots``, or per row
+        at ``slot_rows`` [N, n + 1] - 1, 'never' last) touch ``features``,
+        whose bits ``sets`` [words, leaf starts] hold."""
         g, n = self.g, slots.size
         per_word = g.op("Reshape", g.op("Gather", g.const(sets), cols, axis=1),
                         g.const([-1, n], np.int64))                          # [words N, trees]
@@ -106,6 +153,8 @@ class Costs(Part):
                      axis=2, keepdims=0)
         # "none" looks up 'never'; its depth lookup adds 0, since the
         # feature is on no path of these trees, so on none of leaf_at's
+        if slot_rows is not None:
+            return g.op("Add", g.op("GatherElements", slot_rows, g.cast(first, I64), axis=1), depth)
         return g.op("Add", g.op("Gather", g.const(np.r_[slots + 1, self.never]), first), depth)
 
     def static(self, units):
@@ -149,6 +198,8 @@ class Costs(Part):
         with self.g.scope("touch/features", root=True):
             if paths is None:
                 return self.static_active(self._static_features(), mask)
+            if self.routes is not None:
+                return paths          # already the row's route: [N, F]
             return self.first_active(paths, mask, per_row=True)
 
     # -- pay: the acquisition order, the running cost, the halt -------------
