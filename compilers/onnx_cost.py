@@ -98,6 +98,8 @@ class Costs(Part):
         Padding points at an appended leaf start with no features."""
         g, sc, F, T = self.g, self.sched, self.F, self.layout.n_trees
         regions, which = self.routes
+        if not np.isin(sc.occ_region, np.concatenate(regions)).any():
+            return None       # no tree on any route: static touches only
         sets = np.concatenate([sets, np.zeros((W, 1), np.int32)], 1)
         by_start = np.concatenate([by_start, np.full((1, by_start.shape[1]), -1, np.int32)], 0)
         with g.scope("touch/routes", root=True):
@@ -125,8 +127,6 @@ class Costs(Part):
                                                        np.arange(w0 * B, min(F, (w0 + WORDS_PER_STEP) * B)),
                                                        by_start, slot_rows))
                 depths.append(g.concat(steps, 1))
-        if not depths:        # no tree on any route: static touches only
-            return None
         with g.scope("touch/features", root=True):
             y = depths[0]
             for z in depths[1:]:
