@@ -42,12 +42,18 @@ def _json_value(v):
 
 
 class _CostSensitiveEstimator(BaseEstimator):
-    """Shared fitting helpers and the IR-backed prediction surface."""
+    """Shared fitting helpers and the IR-backed prediction surface.
+
+    A model that reads every feature it keeps (linear and kernel models)
+    sets ``_allow_missing = False``: NaN is then refused in fit and predict
+    with one message, and scikit-learn's checks know it."""
+
+    _allow_missing = True
 
     # ------------------------------------------------------------ sklearn
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.input_tags.allow_nan = True     # NaN is a missing value (DESIGN.md § Numerics)
+        tags.input_tags.allow_nan = self._allow_missing   # NaN is a missing value (DESIGN.md § Numerics)
         return tags
 
     def __getstate__(self):
@@ -62,22 +68,25 @@ class _CostSensitiveEstimator(BaseEstimator):
             self._set_model(self.model_)
 
     # ------------------------------------------------------------ inputs
+    def _check_finite(self, X):
+        if np.isinf(X).any():
+            raise ValueError("X: contains infinity; use NaN for missing values")
+        if not self._allow_missing and np.isnan(X).any():
+            raise ValueError(f"{type(self).__name__}: X has missing values (NaN); the model reads "
+                             "every feature: impute them first")
+        return X
+
     def _validate_X(self, X, *, reset):
         """float32, C-contiguous [N, F]; NaN allowed, inf refused.  float64
         is rounded to the nearest float32 here, as every runtime does."""
-        X = validate_data(self, X, reset=reset, dtype=np.float32, order="C",
-                          ensure_all_finite="allow-nan")
-        if np.isinf(X).any():
-            raise ValueError("X: contains infinity; use NaN for missing values")
-        return X
+        return self._check_finite(validate_data(self, X, reset=reset, dtype=np.float32, order="C",
+                                                ensure_all_finite="allow-nan"))
 
     def _validate_X_y(self, X, y):
         """Checked training data: (float32 X, y as a 1-d array)."""
         X, y = validate_data(self, X, y, dtype=np.float32, order="C",
                              ensure_all_finite="allow-nan", y_numeric=False)
-        if np.isinf(X).any():
-            raise ValueError("X: contains infinity; use NaN for missing values")
-        return X, y
+        return self._check_finite(X), y
 
     @staticmethod
     def _validate_sample_weight(sample_weight, X):

@@ -142,9 +142,6 @@ class _CompressedSVM(_WrapsSVM, KernelEstimator):
             Rows for choosing the full SVM's (C, gamma) when they are grids.
         """
         X, y = self._validate_X_y(X, y)
-        if np.isnan(X).any():
-            raise ValueError(f"{type(self).__name__}: X has missing values (NaN); a kernel model "
-                             "reads every feature: impute them first")
         self._check_params()
         self._encode_labels(y)
         self._costs = self._cost_spec(X.shape[1])

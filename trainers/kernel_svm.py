@@ -127,27 +127,12 @@ def row_weights(idx, classes, class_weight):
     return per[idx]
 
 
-def reject_missing(X, who):
-    """X unchanged, or a ValueError when it has NaN: these models read every
-    feature (their IR models accept NaN, and propagate it to the margin)."""
-    if np.isnan(X).any():
-        raise ValueError(f"{who}: X has missing values (NaN); the model reads every feature: "
-                         "impute them first")
-    return X
-
-
 class KernelEstimator(CostSensitiveClassifier):
     """What the kernel trainers share with scikit-learn: no missing values
     (a kernel reads every feature) and no ``predict_proba`` (the margin is
     an identity output, as ``SVC.decision_function``)."""
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.allow_nan = False
-        return tags
-
-    def _validate_X(self, X, *, reset):
-        return reject_missing(super()._validate_X(X, reset=reset), type(self).__name__)
+    _allow_missing = False
 
     @available_if(lambda est: False)
     def predict_proba(self, X, budget=None):  # pragma: no cover - never available
@@ -229,9 +214,6 @@ class KernelSVMClassifier(KernelEstimator):
             Rows for choosing (C, gamma) when either is a grid.
         """
         X, y = self._validate_X_y(X, y)
-        if np.isnan(X).any():
-            raise ValueError(f"{type(self).__name__}: X has missing values (NaN); a kernel "
-                             "model reads every feature: impute them first")
         if self.kernel not in ("rbf", "linear", "poly"):
             raise ValueError(f"kernel must be 'rbf', 'linear' or 'poly', got {self.kernel!r}")
         if self.sv_order not in ("svc", "alpha"):

@@ -295,14 +295,7 @@ class LinearSVMClassifier(CostSensitiveClassifier):
         self.group_names = group_names
         self.random_state = random_state
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.allow_nan = False       # a linear model cannot skip a missing value
-        return tags
-
-    def _validate_X(self, X, *, reset):
-        from .kernel_svm import reject_missing
-        return reject_missing(super()._validate_X(X, reset=reset), type(self).__name__)
+    _allow_missing = False       # a linear model cannot skip a missing value
 
     @available_if(lambda est: False)
     def predict_proba(self, X, budget=None):  # pragma: no cover - never available
@@ -318,9 +311,7 @@ class LinearSVMClassifier(CostSensitiveClassifier):
         eval_set : (X_val, y_val), optional
             Rows for choosing C when ``C`` is a grid.
         """
-        from .kernel_svm import reject_missing
         X, y = self._validate_X_y(X, y)
-        reject_missing(X, type(self).__name__)
         idx = self._encode_labels(y)
         self._costs = self._cost_spec(X.shape[1])
         grid = np.atleast_1d(np.asarray(self.C, np.float64))

@@ -261,8 +261,6 @@ class ReducedSVMClassifier(_WrapsSVM, KernelEstimator):
     def fit(self, X, y, eval_set=None):
         """Fit on X [N, F] (no missing values) and labels y."""
         X, y = self._validate_X_y(X, y)
-        if np.isnan(X).any():
-            raise ValueError("ReducedSVMClassifier: X has missing values (NaN); impute them first")
         idx = self._encode_labels(y)
         if int(self.n_candidates) < 1:
             raise ValueError(f"n_candidates must be >= 1, got {self.n_candidates!r}")

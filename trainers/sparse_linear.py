@@ -82,23 +82,13 @@ class SparseLinearClassifier(CostSensitiveClassifier):
         self.group_names = group_names
         self.random_state = random_state
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.allow_nan = False     # a linear model reads every feature it kept
-        return tags
-
-    def _validate_X(self, X, *, reset):
-        from .kernel_svm import reject_missing
-        return reject_missing(super()._validate_X(X, reset=reset), type(self).__name__)
+    _allow_missing = False     # a linear model reads every feature it kept
 
     def fit(self, X, y, eval_set=None):
         """Fit on X [N, F] (no missing values) and labels y.  ``eval_set``
         is accepted for a uniform trainer interface and unused."""
         from sklearn.linear_model import LogisticRegression
         X, y = self._validate_X_y(X, y)
-        if np.isnan(X).any():
-            raise ValueError("SparseLinearClassifier: X has missing values (NaN); a linear model "
-                             "cannot skip them: impute them first")
         if not (np.isfinite(self.C) and self.C > 0):
             raise ValueError(f"C must be a positive number, got {self.C!r}")
         idx = self._encode_labels(y)
