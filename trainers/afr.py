@@ -40,7 +40,7 @@ from tqdm.auto import tqdm
 
 from .. import ir
 from .base import CostSensitiveClassifier
-from .binning import bin_data, find_thresholds, pack_thresholds
+from .booster import BinnedData, finish_tree
 from .costs import CostState
 from .grower import grow
 from .linear_svm import afr_gradients, class_weights, l2svm_newton, sigmoid_loss
@@ -351,10 +351,8 @@ class _Fit:
         self.y = 2.0 * self.y01 - 1.0
         self.mu = class_weights(idx, est.class_weight)
         train = np.concatenate([self.T, self.V])     # thresholds from training rows only
-        thresholds = find_thresholds(X[np.sort(train)], est.max_bins, seed=int(rng.integers(2**31)))
-        self.flat, self.offsets = pack_thresholds(thresholds)
-        self.binned = bin_data(X, self.flat, self.offsets)
-        self.n_bins = np.array([len(t) + 1 for t in thresholds], np.int64)
+        self.data = BinnedData.from_X(X, est.max_bins, seed=int(rng.integers(2**31)),
+                                      threshold_rows=np.sort(train))
         c = self.est._costs
         self.state = CostState(c.costs, c.groups, c.group_costs, 1.0)
         S = est.dims_per_block
@@ -406,21 +404,16 @@ class _Fit:
             pen = 0.5 * lam * float(np.sum((rs - rs.mean()) ** 2)) * unpaid
         else:
             pen = 0.5 * lam * unpaid / (rms * rms)
-        tree = grow(self.binned, self.n_bins, rows, gs, self.ones, max_depth=est.max_depth,
+        tree = grow(self.data.binned, self.data.n_bins, rows, gs, self.ones, max_depth=est.max_depth,
                     min_samples_leaf=est.min_samples_leaf, l2=0.0, penalty=pen, active=active)
         if len(tree.feature) == 1:
             return None
         sums = np.array(tree.sums)
         leaf = -rms * sums[:, 0] / np.maximum(sums[:, 2], 1.0)
-        # rounded to float32 once: training sees the deployed values
-        leaf = (est.learning_rate * leaf).astype(np.float32).astype(np.float64)
-        feat, sbin, left, right, mleft, value = tree.arrays(leaf)
-        thr = np.zeros(feat.shape[0], np.float32)
-        inner = feat >= 0
-        thr[inner] = self.flat[self.offsets[feat[inner]] + sbin[inner]]
+        feat, sbin, left, right, mleft, value, thr = finish_tree(tree, est.learning_rate * leaf, self.data)
         col = np.zeros(self.N)
-        predict_binned(self.binned, feat, sbin, left, right, mleft, value, col)
-        used = np.unique(feat[inner])
+        predict_binned(self.data.binned, feat, sbin, left, right, mleft, value, col)
+        used = np.unique(feat[feat >= 0])
         new = [int(f) for f in used if unpaid[f] > 0]     # the tree raises the static cost
         t = dict(feature=feat, threshold=thr, left=left, right=right, missing_left=mleft,
                  value=value.astype(np.float32))

@@ -36,10 +36,12 @@ class BinnedData:
     offsets: np.ndarray      # where each feature's thresholds start in ``flat``
 
     @classmethod
-    def from_X(cls, X, max_bins=255, seed=0) -> "BinnedData":
+    def from_X(cls, X, max_bins=255, seed=0, threshold_rows=None) -> "BinnedData":
         """Bin float32 X [N, F] on at most ``max_bins`` quantile thresholds
-        per feature (a sample of rows when N is large, drawn with ``seed``)."""
-        thresholds = find_thresholds(X, max_bins, seed=seed)
+        per feature (a sample of rows when N is large, drawn with ``seed``).
+        ``threshold_rows`` (sorted indices) takes the thresholds from those
+        rows only, e.g. the training part of X; every row is binned."""
+        thresholds = find_thresholds(X if threshold_rows is None else X[threshold_rows], max_bins, seed=seed)
         flat, offsets = pack_thresholds(thresholds)
         return cls(bin_data(X, flat, offsets), np.array([len(t) + 1 for t in thresholds], np.int64),
                    flat, offsets)
@@ -67,6 +69,18 @@ class BoostResult:
     validation_loss: list = field(default_factory=list)
     best_rounds: int = 0
     paid: np.ndarray = None
+
+
+def finish_tree(tree, leaf, data: BinnedData):
+    """A grown tree as node arrays with leaf values ``leaf`` (already scaled)
+    rounded to float32 once, so training sees the deployed values; returns
+    (feature, split_bin, left, right, missing_left, value, threshold)."""
+    leaf = leaf.astype(np.float32).astype(np.float64)
+    feat, sbin, left, right, mleft, value = tree.arrays(leaf)
+    thr = np.zeros(feat.shape[0], np.float32)
+    inner = feat >= 0
+    thr[inner] = data.flat[data.offsets[feat[inner]] + sbin[inner]]
+    return feat, sbin, left, right, mleft, value, thr
 
 
 def boost(data: BinnedData, loss: Loss, target, n_rounds, *, weight=None, costs=None,
@@ -171,12 +185,7 @@ def boost(data: BinnedData, loss: Loss, target, n_rounds, *, weight=None, costs=
                 leaf = -sums[:, 0] / (sums[:, 1] + l2_regularization + 1e-300)
             else:
                 leaf = -sums[:, 0] / np.maximum(sums[:, 2], 1.0)
-            # rounded to float32 once: training sees the deployed values
-            leaf = (learning_rate * leaf).astype(np.float32).astype(np.float64)
-            feat, sbin, left, right, mleft, value = tree.arrays(leaf)
-            thr = np.zeros(feat.shape[0], np.float32)
-            inner = feat >= 0
-            thr[inner] = data.flat[data.offsets[feat[inner]] + sbin[inner]]
+            feat, sbin, left, right, mleft, value, thr = finish_tree(tree, learning_rate * leaf, data)
             col = raw[:, k].copy()
             if rows is all_rows:   # every row sits in a leaf range: no walk
                 nodes, starts, stops = tree.leaf_ranges()
