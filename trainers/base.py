@@ -32,13 +32,24 @@ def package_version():
 
 
 def _json_value(v):
+    """A parameter as model metadata: JSON values as they are, arrays as
+    lists; an object (a tree bank, a fitted estimator passed in) is named,
+    not copied: its content is in the model's nodes already."""
+    if v is None or isinstance(v, (str, bool, int, float)):
+        return v
     if isinstance(v, np.ndarray):
         return v.tolist()
     if isinstance(v, FeatureCosts):
         return v.to_dict()
     if isinstance(v, np.generic):
         return v.item()
-    return v
+    if isinstance(v, (list, tuple)):
+        return [_json_value(x) for x in v]
+    if isinstance(v, dict):
+        return {str(k): _json_value(x) for k, x in v.items()}
+    if isinstance(v, ir.TreesNode):
+        return f"<trees bank of {v.n_trees} trees>"
+    return f"<{type(v).__name__}>"
 
 
 class _CostSensitiveEstimator(BaseEstimator):

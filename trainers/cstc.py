@@ -16,6 +16,7 @@ from threadpoolctl import threadpool_limits
 from .. import ir
 from ..runtimes.reference import predict as ref_predict
 from .base import CostSensitiveClassifier, CostSensitiveRegressor
+from .booster import tree_outputs
 from .soft_tree import LEAF, TERM, SoftTree
 from .tree_ir import (CostItems, HardTree, Scorer, Standardizer, feature_input, route_rows,
                       to_ir_nodes, tree_input_of)
@@ -40,7 +41,7 @@ class _Basis:
         """float32 [N, P]: X itself or the bank's per-tree outputs."""
         if self.bank is None:
             return np.ascontiguousarray(X, np.float32)
-        return bank_outputs(self.bank, X, len(self.costs.costs))
+        return tree_outputs(self.bank, X)
 
     def inputs(self):
         return feature_input if self.bank is None else tree_input_of(0)
@@ -48,25 +49,10 @@ class _Basis:
 
 def bank_features(bank, n_features):
     """F [n_features, T] of thesis §3.6: F[a, t] iff tree t splits on a."""
-    T = bank.n_trees
-    F = np.zeros((n_features, T), bool)
-    ends = np.r_[bank.roots[1:], bank.feature.shape[0]]
-    for t in range(T):
-        f = bank.feature[bank.roots[t]:ends[t]]
-        F[f[f >= 0], t] = True
+    F = np.zeros((n_features, bank.n_trees), bool)
+    inner = bank.feature >= 0
+    F[bank.feature[inner], bank.tree_ranges()[inner]] = True
     return F
-
-
-def bank_outputs(bank, X, n_features):
-    """Each tree's float32 output for each row, exactly as the runtimes
-    compute a ``tree`` input (one-tree-per-target evaluation)."""
-    cols = []
-    feats = ir.features_from_costs(np.zeros(n_features))
-    for t in range(bank.n_trees):
-        lin = ir.linear([ir.tree_input(0, t)], [1.0], 0.0)
-        m = ir.model(feats, [bank, lin], 1)
-        cols.append(ref_predict(m, X).scores[:, 0])
-    return np.ascontiguousarray(np.stack(cols, 1), np.float32)
 
 
 class _TreeIR:
