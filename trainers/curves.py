@@ -91,8 +91,7 @@ def cost_accuracy_curve(estimator, param_grid, X_train, y_train, X_val, y_val, X
         model = est.to_ir(rounds) if rounds is not None else est.to_ir()
         p = predict(model, X_test)
         rows.append(dict(method=_label(estimator, params, label), estimator=type(est).__name__,
-                         params=params, lam=float(params.get("cost_tradeoff", est.get_params().get(
-                             "cost_tradeoff", 0.0)) or 0.0),
+                         params=params, lam=float(est.get_params().get("cost_tradeoff") or 0.0),
                          n_iterations=rounds if rounds is not None else getattr(est, "n_estimators_", None),
                          accuracy=_score(y_test, p.output, regression), mean_cost=float(p.cost.mean()),
                          static_cost=model.static_cost(), n_features=int(len(model.features_used())),

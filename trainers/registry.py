@@ -68,7 +68,7 @@ class TrainerSpec:
         cls = self.classifier if task == "classification" else self.regressor
         if cls is None:
             raise ValueError(f"trainer {self.name!r} has no {task} estimator")
-        own = cls().get_params()
+        own = cls._get_param_names()
         return cls(**{k: v for k, v in {**params, **self.fixed}.items() if k in own})
 
 
