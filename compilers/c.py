@@ -75,8 +75,9 @@ def signature(ret, name, params, width=100) -> str:
     return "\n".join(lines + [line if params else head + "void)"])
 
 
-def _signatures(prefix) -> dict:
-    """The public API's heads, shared by the header and the source."""
+def _signatures(prefix, score_t="float") -> dict:
+    """The public API's heads, shared by the header and the source
+    (``score_t``: "double" when the output is a float64 tree bank)."""
     res, ws = f"{prefix}_result", f"{prefix}_workspace"
     return {
         "predict": signature("void", f"{prefix}_predict", ["const float *x", f"{res} *out"]),
@@ -89,7 +90,7 @@ def _signatures(prefix) -> dict:
                                    f"{res} *out"]),
         "feature_used": signature("int", f"{prefix}_feature_used", [f"const {ws} *ws", "int32_t feature"]),
         "predict_flat": signature("void", f"{prefix}_predict_flat",
-                                  ["const float *X", "int32_t n_rows", "const double *budgets", "float *scores",
+                                  ["const float *X", "int32_t n_rows", "const double *budgets", f"{score_t} *scores",
                                    "float *proba", "int32_t *label", "double *cost", "int32_t *stage",
                                    "uint8_t *used"]),
         "workspace_size": signature("uint32_t", f"{prefix}_workspace_size", []),
@@ -129,6 +130,8 @@ def render(model, prefix="model", *, tables=None) -> dict[str, str]:
     P = task.n_proba
     F, G = model.n_features, len(model.groups)
     T = int(t.tree_root.shape[0]) if KIND_TREES in kinds else 0
+    top_f64 = bool(t.top_f64)
+    score_t = "double" if top_f64 else "float"
     tables = {name: (_c_floats(v) if v.dtype == np.float32 else _c_doubles(v) if v.dtype == np.float64
                      else _c_ints(v))
               for name, v in t.arrays().items() if isinstance(v, np.ndarray)}
@@ -150,7 +153,8 @@ def render(model, prefix="model", *, tables=None) -> dict[str, str]:
         # the scoring kinds present, in code order: the evaluator's dispatch tests only these
         scoring_kinds=[k for k, c in (("trees", KIND_TREES), ("linear", KIND_LINEAR), ("kernel", KIND_KERNEL))
                        if c in kinds],
-        sig=_signatures(prefix),
+        sig=_signatures(prefix, score_t), has_f64=bool(np.any(t.node_f64)), top_f64=top_f64,
+        score_t=score_t,
         EXP_HI=_float_constant(numerics.EXP_HI), EXP_LO=_float_constant(numerics.EXP_LO),
         LOG2E=_float_constant(numerics.LOG2E), HALF=_float_constant(numerics.HALF),
         LN2_HI=_float_constant(numerics.LN2_HI), LN2_LO=_float_constant(numerics.LN2_LO),
@@ -158,7 +162,7 @@ def render(model, prefix="model", *, tables=None) -> dict[str, str]:
         TWO=_float_constant(numerics.TWO),
     )
     ctx["ws_bytes"] = 4 * (ctx["fw"] + ctx["gw"] + ctx["tw"] + ctx["nw"] + ctx["T_arr"] + ctx["A"]
-                           + ctx["F_arr"] + 2 * ctx["D"])
+                           + ctx["F_arr"] + 2 * ctx["D"]) + (8 * ctx["A"] if ctx["has_f64"] else 0)
     return {
         f"{prefix}.h": _env.get_template("model.h.j2").render(**ctx),
         f"{prefix}.c": _env.get_template("model.c.j2").render(**ctx),

@@ -127,9 +127,11 @@ def filled(g: Graph, like, value, dtype):
                 value=numpy_helper.from_array(np.array([value], dtype)))
 
 
-def canonical_nan(g: Graph, x):
-    """Every NaN becomes the canonical quiet NaN 0x7fc00000 (docs/numerics.md)."""
-    nan = np.array(NUM.CANONICAL_NAN_BITS, np.uint32).view(np.float32)
+def canonical_nan(g: Graph, x, wide=False):
+    """Every NaN becomes the canonical quiet NaN 0x7fc00000, or
+    0x7ff8000000000000 for ``wide`` (float64) x (docs/numerics.md)."""
+    nan = (np.array(NUM.CANONICAL_NAN64_BITS, np.uint64).view(np.float64) if wide
+           else np.array(NUM.CANONICAL_NAN_BITS, np.uint32).view(np.float32))
     return g.where(g.op("IsNaN", x), g.const(nan), x)
 
 

@@ -24,7 +24,12 @@ def finish(g: Graph, model, scores, extra):
 def _outputs(g: Graph, model, scores, extra):
     task = model.task
     K = task.n_outputs
-    scores = canonical_nan(g, scores)
+    # a float64 output bank: float64 scores; labels read them as they are,
+    # probabilities the float32 transform of them rounded to float32
+    wide = bool(getattr(model.nodes[model.output], "is_float64", False))
+    SC = F64 if wide else F32
+    scores = canonical_nan(g, scores, wide)
+    s32 = g.cast(scores, F32) if wide else scores
     outs = []
 
     def out(src, name, elem, shape):
@@ -32,30 +37,32 @@ def _outputs(g: Graph, model, scores, extra):
         outs.append(helper.make_tensor_value_info(name, elem, shape))
 
     if task.kind == "regression":
-        out(scores, "variable", F32, ["N", K])
+        out(scores, "variable", SC, ["N", K])
     else:
         classes = list(task.classes)
         is_int = all(isinstance(c, (int, np.integer)) and not isinstance(c, bool) for c in classes)
         table = g.const(np.array(classes, np.int64 if is_int else str))
         if task.kind == "binary":
             s0 = g.squeeze(g.gather(scores, [0], 1), [1])
-            idx = g.cast(g.op("Greater", s0, g.const(np.float32(0))), I64)
+            idx = g.cast(g.op("Greater", s0, g.const((np.float64 if wide else np.float32)(0))), I64)
             proba = None
             if task.transform == "logistic":
                 with g.scope("proba"):
-                    p = canonical_nan(g, logistic(g, g.gather(scores, [0], 1)))
+                    p = canonical_nan(g, logistic(g, g.gather(s32, [0], 1)))
                     proba = canonical_nan(g, g.concat([g.op("Sub", g.const(np.float32(1)), p), p], 1))
         else:
             idx, best = first_argmax(g, scores, K)
             if task.transform == "softmax":
                 with g.scope("proba"):
-                    proba = canonical_nan(g, softmax(g, scores, best))
+                    if wide:
+                        best = first_argmax(g, s32, K)[1]
+                    proba = canonical_nan(g, softmax(g, s32, best))
             else:
                 proba = None
         out(g.op("Gather", table, idx), "label", I64 if is_int else TensorProto.STRING, ["N"])
         if proba is not None:
             out(proba, "probabilities", F32, ["N", task.n_proba])
-    out(scores, "scores", F32, ["N", K])
+    out(scores, "scores", SC, ["N", K])
     if extra is not None:
         cost, stage, used = extra
         out(cost, "cost", F64, ["N"])

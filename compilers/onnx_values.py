@@ -5,7 +5,11 @@ scoring node's running value in the reference's order.
   they are decoded into where each reached leaf's values start in one table.
 * ``value/…``: per scoring node, its running value after each step (trees in
   bank order, linear terms and support vectors in IR order), as ``CumSum``
-  over exact lookups and products, so the bits match the reference.
+  over exact lookups and products, so the bits match the reference.  A
+  float64 bank looks its leaves up in a double table and sums in double
+  (``CumSum`` on doubles, left to right), divides by its divisor, and is
+  read by other nodes through one ``Cast`` to float32 (round to nearest, as
+  the reference's ``np.float32``).
 
 ``Part`` is what every concern of the exact graph (values, cost, routing)
 shares: the model, its lowered tables, the graph being built and the static
@@ -97,6 +101,7 @@ class LeafLayout:
     base: np.ndarray        # [T] where tree t's values start
     width: np.ndarray       # [T] the output width of tree t's bank
     vals: np.ndarray        # float32, leaf after leaf: base[t] + number * width[t]
+    vals64: np.ndarray      # float64, the same layout (None when no bank is float64)
 
 
 class Values(Part):
@@ -126,10 +131,12 @@ class Values(Part):
             w = width[p.tree_of[leaves]]
             # each leaf's w values, leaf after leaf: tn_value[leaf] + 0 .. w - 1
             within = np.arange(w.sum()) - np.repeat(np.cumsum(w) - w, w)
-            vals = t.leaf_value[np.repeat(t.tn_value[leaves], w) + within].astype(np.float32)
+            at = np.repeat(t.tn_value[leaves], w) + within
+            vals = t.leaf_value[at].astype(np.float32)
+            vals64 = t.leaf_value64[at].astype(np.float64) if np.any(t.node_f64) else None
             base = np.r_[0, np.cumsum(n_leaves * width)[:-1]]
             start = base[p.tree_of[leaves]] + local[leaves] * w
-            self._layout = LeafLayout(leaves, start, local, n_leaves, base, width, vals)
+            self._layout = LeafLayout(leaves, start, local, n_leaves, base, width, vals, vals64)
         return self._layout
 
     def _tree_widths(self):
@@ -184,11 +191,14 @@ class Values(Part):
                 self._leaf = g.op("Add", q, g.const(lay.base[None].astype(np.int32))), lay.vals
         return self._leaf
 
-    def leaf_values(self, trees, outputs):
+    def leaf_values(self, trees, outputs, wide=False):
         """Leaf values of global ``trees`` at ``outputs``, by lookup: outputs
-        [P] (one per tree) give [N, P]; outputs [1, 1, K] give [N, P, K]."""
+        [P] (one per tree) give [N, P]; outputs [1, 1, K] give [N, P, K].
+        ``wide``: the float64 values of a float64 bank (else float32)."""
         g = self.g
         start, vals = self.leaf()
+        if wide:
+            vals = self.leaf_layout().vals64
         with g.scope("leaf/values"):
             if not np.array_equal(trees, np.arange(self.layout.n_trees)):
                 start = g.gather(start, trees, 1)
@@ -206,12 +216,17 @@ class Values(Part):
         K = int(t.node_width[n])
         first, count = int(t.node_first[n]), int(t.node_count[n])
         kind = t.node_kind[n]
+        wide = bool(t.node_f64[n])
+        bias = t.bias64 if wide else t.bias
         with g.scope(f"value/{self.m.nodes[n].kind}{n}", root=True):
-            init = expand_rows(g, self.X, g.const(t.bias[t.node_bias[n]: t.node_bias[n] + K][None, None, :]))
+            init = expand_rows(g, self.X, g.const(bias[t.node_bias[n]: t.node_bias[n] + K][None, None, :]))
         if kind == KIND_TREES:
-            steps = self.leaf_values(np.arange(first, first + count), np.arange(K)[None, None, :])
+            steps = self.leaf_values(np.arange(first, first + count), np.arange(K)[None, None, :], wide)
             with g.scope(f"value/trees{n}", root=True):
-                return g.cumsum(g.concat([init, steps], 1), 1)
+                run = g.cumsum(g.concat([init, steps], 1), 1)
+                if wide and t.node_div[n] != 1:
+                    run = g.op("Div", run, g.const(np.float64(t.node_div[n])))
+                return run
         if kind == KIND_LINEAR:
             terms = np.arange(first, first + count)
             live = terms[t.term_live[terms] != 0]
@@ -234,11 +249,13 @@ class Values(Part):
             return g.cumsum(g.concat([init, contrib], 1), 1)
 
     def value(self, n):
-        """[N, K] float32 value of scoring node n, fully evaluated."""
+        """[N, K] float32 value of scoring node n, fully evaluated (a float64
+        bank's rounded to float32: what other nodes read)."""
         if n not in self._values:
             prefix = self.prefix(n)
             with self.g.scope(f"value/{self.m.nodes[n].kind}{n}", root=True):
-                self._values[n] = self.g.take_last(prefix, 1)
+                v = self.g.take_last(prefix, 1)
+                self._values[n] = self.g.cast(v, TensorProto.FLOAT) if self.t.node_f64[n] else v
         return self._values[n]
 
     def term_inputs(self, live):
@@ -343,6 +360,9 @@ def fast_scores(tab: Tables, g: Graph, tree_op):
     forest per output (a leaf casts one vote), plus the base score."""
     if tab.top_kind != KIND_TREES:
         raise ValueError("mode='fast' needs a model whose output is a tree bank")
+    if tab.top_f64:
+        raise ValueError("mode='fast' sums float32 votes in onnxruntime's order; a float64 tree bank "
+                         "needs mode='exact' (float64 leaves summed in bank order)")
     n = tab.top
     K = int(tab.node_width[n])
     trees = np.arange(tab.node_first[n], tab.node_first[n] + tab.node_count[n])

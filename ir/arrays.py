@@ -61,6 +61,24 @@ def float32_array(value, field, *, length=None, finite=True) -> np.ndarray:
     return frozen(a)
 
 
+def float64_array(value, field, *, length=None) -> np.ndarray:
+    """A read-only float64 vector of finite values (a float64 tree bank's
+    leaves and base score: JSON's shortest round-trip decimals are exact)."""
+    raw = _as_flat_list(value, field)
+    if isinstance(raw, np.ndarray) and raw.dtype.kind not in "fiu":
+        raise IRError(f"{field}: wrong dtype {raw.dtype}, expected float64")
+    try:
+        a = np.asarray(raw, dtype=np.float64)
+    except (ValueError, TypeError, OverflowError) as e:
+        raise IRError(f"{field}: not an array of numbers ({e})") from None
+    if length is not None and a.shape[0] != length:
+        raise IRError(f"{field}: expected {length} values, got {a.shape[0]}")
+    if not np.all(np.isfinite(a)):
+        i = int(np.flatnonzero(~np.isfinite(a))[0])
+        raise IRError(f"{field}[{i}]: {a[i]!r} is not a finite float64")
+    return frozen(a)
+
+
 def cost_array(value, field, *, length=None) -> np.ndarray:
     """Costs are float64, finite and >= 0 (DESIGN.md, cost semantics)."""
     raw = _as_flat_list(value, field)

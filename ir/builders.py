@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .arrays import bool_array, cost_array, float32_array, frozen, int_array
+from .arrays import bool_array, cost_array, float32_array, float64_array, frozen, int_array
 from .errors import IRError
 from .model import Feature, Group, Model, Task
 from .nodes import (INPUT_FEATURE, INPUT_NODE, INPUT_TREE, KERNELS,
@@ -58,9 +58,16 @@ def _py(c):
 
 
 def trees_from_arrays(feature, threshold, left, right, value, *, roots=None,
-                      missing_left=None, tree_cost=None, base_score=None, name="") -> TreesNode:
+                      missing_left=None, tree_cost=None, base_score=None, name="",
+                      precision="float32", divisor=1.0) -> TreesNode:
     """A tree bank from flat arrays.  ``value`` is [M] or [M, K]; ``roots``
-    defaults to [0] (one tree).  ``missing_left`` defaults to True."""
+    defaults to [0] (one tree).  ``missing_left`` defaults to True.
+    ``precision="float64"`` keeps ``value`` and ``base_score`` as float64
+    (summed in float64, then divided by ``divisor``); the default rounds
+    them to float32."""
+    if precision not in ("float32", "float64"):
+        raise IRError(f"precision: unknown precision {precision!r}; expected 'float32' or 'float64'")
+    floats = float64_array if precision == "float64" else float32_array
     feature = int_array(np.asarray(feature), "feature", low=-1)
     M = feature.shape[0]
     value = np.asarray(value, np.float64)
@@ -70,7 +77,7 @@ def trees_from_arrays(feature, threshold, left, right, value, *, roots=None,
         raise IRError(f"value: expected shape [{M}, K], got {value.shape}")
     K = value.shape[1]
     roots = int_array(np.asarray([0] if roots is None else roots), "roots", low=0, high=M)
-    v = float32_array(value.ravel(), "value").reshape(M, K)
+    v = floats(value.ravel(), "value").reshape(M, K)
     v.setflags(write=False)
     node = TreesNode(
         roots=roots, feature=feature,
@@ -80,15 +87,17 @@ def trees_from_arrays(feature, threshold, left, right, value, *, roots=None,
         missing_left=bool_array(np.ones(M, bool) if missing_left is None else np.asarray(missing_left), "missing_left", length=M),
         value=v,
         tree_cost=cost_array(np.zeros(roots.shape[0]) if tree_cost is None else np.asarray(tree_cost, np.float64), "tree_cost", length=roots.shape[0]),
-        base_score=float32_array(np.zeros(K) if base_score is None else np.atleast_1d(np.asarray(base_score, np.float64)), "base_score", length=K),
-        name=name)
+        base_score=floats(np.zeros(K) if base_score is None else np.atleast_1d(np.asarray(base_score, np.float64)), "base_score", length=K),
+        name=name, precision=precision, divisor=float(divisor))
     node.check(name or "trees")
     return node
 
 
-def concat_trees(trees: list[dict], *, tree_cost=None, base_score=None, name="") -> TreesNode:
+def concat_trees(trees: list[dict], *, tree_cost=None, base_score=None, name="",
+                 precision="float32", divisor=1.0) -> TreesNode:
     """A bank from per-tree dicts with local indices (feature, threshold,
-    left, right, value[, missing_left]); children are re-based."""
+    left, right, value[, missing_left]); children are re-based.
+    ``precision`` and ``divisor`` as ``trees_from_arrays``."""
     f, th, l, r, v, ml, roots = [], [], [], [], [], [], []
     off = 0
     for t in trees:
@@ -106,7 +115,7 @@ def concat_trees(trees: list[dict], *, tree_cost=None, base_score=None, name="")
     return trees_from_arrays(np.concatenate(f), np.concatenate(th), np.concatenate(l),
                              np.concatenate(r), np.concatenate(v), roots=roots,
                              missing_left=np.concatenate(ml), tree_cost=tree_cost,
-                             base_score=base_score, name=name)
+                             base_score=base_score, name=name, precision=precision, divisor=divisor)
 
 
 def feature_input(j):

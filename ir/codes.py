@@ -8,7 +8,15 @@ writes a number of its own.
 """
 
 FORMAT = "skinflint-ir"
-FORMAT_VERSION = 1          # the "version" field of a model file
+FORMAT_VERSION = 1          # the "version" field of a file whose tree banks are all float32
+# Version 2 adds float64 tree banks (a ``trees`` node with "precision":
+# "float64").  A file is written with the lowest version that holds it, so a
+# model with float32 banks only keeps version 1 and its bytes; both load.
+FORMAT_VERSION_FLOAT64 = 2
+FORMAT_VERSIONS = (FORMAT_VERSION, FORMAT_VERSION_FLOAT64)
+
+# Precisions of a ``trees`` node: its leaf values, base score and sum.
+PRECISIONS = ("float32", "float64")
 
 # Node kinds, as the lowered tables' node_kind holds them.  Scoring kinds
 # come first: ``kind <= KIND_KERNEL`` means a scoring node.

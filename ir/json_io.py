@@ -15,13 +15,19 @@ from .errors import IRError
 from .model import MAX_NODES, Feature, Group, Model, Task
 from .nodes import node_from_dict
 
-from .codes import FORMAT, FORMAT_VERSION as VERSION
+from .codes import FORMAT, FORMAT_VERSION as VERSION, FORMAT_VERSION_FLOAT64, FORMAT_VERSIONS
 MAX_FILE_BYTES = 1 << 30
+
+
+def file_version(model: Model) -> int:
+    """The lowest format version that holds ``model``: 2 with a float64 tree
+    bank, else 1 (so float32 models keep the bytes they always had)."""
+    return FORMAT_VERSION_FLOAT64 if any(getattr(n, "is_float64", False) for n in model.nodes) else VERSION
 
 
 def to_dict(model: Model) -> dict:
     return {
-        "format": FORMAT, "version": VERSION,
+        "format": FORMAT, "version": file_version(model),
         "features": [{"name": f.name, "cost": float(f.cost), "group": f.group} for f in model.features],
         "groups": [{"name": g.name, "cost": float(g.cost)} for g in model.groups],
         "task": {"kind": model.task.kind, "n_outputs": model.task.n_outputs,
@@ -45,8 +51,9 @@ def from_dict(d) -> Model:
     if d.get("format") != FORMAT:
         raise IRError(f"format: expected {FORMAT!r}, got {d.get('format')!r}")
     version = d.get("version")
-    if version != VERSION or isinstance(version, bool):
-        raise IRError(f"version: unknown version {version!r}; this skinflint reads version {VERSION}")
+    if version not in FORMAT_VERSIONS or isinstance(version, bool) or not isinstance(version, int):
+        raise IRError(f"version: unknown version {version!r}; this skinflint reads versions "
+                      f"{', '.join(map(str, FORMAT_VERSIONS))}")
     for key in ("features", "task", "nodes", "output"):
         if key not in d:
             raise IRError(f"{key}: missing")
@@ -84,6 +91,11 @@ def from_dict(d) -> Model:
     if len(nodes) > MAX_NODES:
         raise IRError(f"nodes: {len(nodes)} nodes exceeds the limit {MAX_NODES}")
     node_objs = [node_from_dict(n, f"nodes[{i}]", len(features)) for i, n in enumerate(nodes)]
+    if version < FORMAT_VERSION_FLOAT64:
+        for i, n in enumerate(node_objs):
+            if getattr(n, "is_float64", False):
+                raise IRError(f"nodes[{i}].precision: float64 tree banks need format version "
+                              f"{FORMAT_VERSION_FLOAT64}; this file says version {version}")
     meta = d.get("metadata", {})
     if not isinstance(meta, dict):
         raise IRError("metadata: expected an object")

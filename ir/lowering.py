@@ -30,7 +30,10 @@ class Tables:
     node_count: np.ndarray       # i32 [N] number of trees / terms / support vectors
     node_bias: np.ndarray        # i32 [N] offset into bias (base score / bias)
     node_kernel: np.ndarray      # i32 [N] kernel index, -1 if not a kernel
-    bias: np.ndarray             # f32 pool
+    node_f64: np.ndarray         # u8 [N] 1: a float64 tree bank (sums in acc64)
+    node_div: np.ndarray         # f64 [N] a float64 bank's divisor (1 elsewhere)
+    bias: np.ndarray             # f32 pool (a float64 bank: float32(base / divisor))
+    bias64: np.ndarray           # f64 pool aligned with bias (one 0 when no float64 bank)
     # trees (all banks, global indices)
     tree_root: np.ndarray        # i32 [T]
     tree_cost: np.ndarray        # f64 [T]
@@ -40,7 +43,8 @@ class Tables:
     tn_right: np.ndarray         # i32 [M]
     tn_missing_left: np.ndarray  # u8 [M]
     tn_value: np.ndarray         # i32 [M] offset into leaf_value (leaves only)
-    leaf_value: np.ndarray       # f32 pool
+    leaf_value: np.ndarray       # f32 pool (a float64 bank's leaves rounded: what other nodes read)
+    leaf_value64: np.ndarray     # f64 pool aligned with leaf_value (one 0 when no float64 bank)
     # linear terms
     term_kind: np.ndarray        # i32 [P] TERM_FEATURE / TERM_TREE / TERM_NODE (ir/codes.py)
     term_index: np.ndarray       # i32 [P] feature / global tree / node
@@ -68,6 +72,7 @@ class Tables:
     # the output node and its control structure
     top: int
     top_kind: int
+    top_f64: int                 # 1: the output is a float64 bank, so scores are float64
     n_outputs: int
     prior: np.ndarray            # f32 [K] value before any checkpoint completes
     ctl_scorer: np.ndarray       # i32 [C] stages / checkpoints / tree nodes
@@ -101,7 +106,9 @@ def lower(model) -> Tables:
     count = np.zeros(N, np.int32)
     bias_off = np.zeros(N, np.int32)
     node_kernel = np.full(N, -1, np.int32)
-    bias_parts, acc_size, bias_size = [], 0, 0
+    node_f64 = np.zeros(N, np.uint8)
+    node_div = np.ones(N, np.float64)
+    bias_parts, bias64_parts, acc_size, bias_size = [], [], 0, 0
     # trees
     t_root, t_cost, tn = [], [], {k: [] for k in ("f", "t", "l", "r", "m", "v")}
     leaf_parts, n_trees, n_tn, n_leafv = [], 0, 0, 0
@@ -123,7 +130,12 @@ def lower(model) -> Tables:
         bias_off[i] = bias_size
         bias_size += K
         if isinstance(n, TreesNode):
-            bias_parts.append(n.base_score)
+            if n.is_float64:
+                node_f64[i], node_div[i] = 1, n.divisor
+                bias_parts.append((n.base_score / n.divisor).astype(np.float32))
+            else:
+                bias_parts.append(n.base_score)
+            bias64_parts.append(n.base_score)
             first[i], count[i] = n_trees, n.n_trees
             tree_base[i] = n_trees
             t_root.append(n.roots + n_tn)
@@ -141,6 +153,7 @@ def lower(model) -> Tables:
             n_trees += n.n_trees
         elif isinstance(n, LinearNode):
             bias_parts.append(n.bias)
+            bias64_parts.append(n.bias)
             first[i], count[i] = n_terms, n.n_inputs
             tm["kind"].append(n.input_kind.astype(np.int32))
             tm["out"].append(n.input_output)
@@ -152,6 +165,7 @@ def lower(model) -> Tables:
             n_terms += n.n_inputs
         elif isinstance(n, KernelNode):
             bias_parts.append(n.bias)
+            bias64_parts.append(n.bias)
             q = len(kq["type"])
             node_kernel[i] = q
             first[i], count[i] = 0, n.n_support
@@ -193,6 +207,10 @@ def lower(model) -> Tables:
             C[k] = np.zeros(nC)
 
     bias = _pool(bias_parts, np.float32)
+    any64 = bool(node_f64.any())
+    # float64 pools only when a float64 bank needs them (float32 models keep their tables)
+    bias64 = _pool(bias64_parts, np.float64) if any64 else np.zeros(1)
+    leaf64 = _pool(leaf_parts, np.float64) if any64 else np.zeros(1)
     first_scorer = top if kind[top] <= KIND_KERNEL else int(C["s"][0])
     prior = bias[bias_off[first_scorer]: bias_off[first_scorer] + width[first_scorer]].copy()
 
@@ -201,7 +219,8 @@ def lower(model) -> Tables:
         feat_group=_nonempty(model.feature_groups, np.int32),
         group_cost=_nonempty(model.group_costs, np.float64),
         node_kind=kind, node_width=width, node_acc=acc, node_first=first, node_count=count,
-        node_bias=bias_off, node_kernel=node_kernel, bias=_nonempty(bias, np.float32),
+        node_bias=bias_off, node_kernel=node_kernel, node_f64=node_f64, node_div=node_div,
+        bias=_nonempty(bias, np.float32), bias64=_nonempty(bias64, np.float64),
         tree_root=_nonempty(_pool(t_root, np.int32), np.int32),
         tree_cost=_nonempty(_pool(t_cost, np.float64), np.float64),
         tn_feature=_nonempty(_pool(tn["f"], np.int32), np.int32),
@@ -211,6 +230,7 @@ def lower(model) -> Tables:
         tn_missing_left=_nonempty(_pool(tn["m"], np.uint8), np.uint8),
         tn_value=_nonempty(_pool(tn["v"], np.int32), np.int32),
         leaf_value=_nonempty(_pool(leaf_parts, np.float32), np.float32),
+        leaf_value64=_nonempty(leaf64, np.float64),
         term_kind=_nonempty(term_kind, np.int32), term_index=_nonempty(term_index, np.int32),
         term_output=_nonempty(_pool(tm["out"], np.int32), np.int32),
         term_live=_nonempty(_pool(tm["live"], np.uint8), np.uint8),
@@ -227,7 +247,8 @@ def lower(model) -> Tables:
         sv=_nonempty(_pool(sv_parts, np.float32), np.float32),
         alpha=_nonempty(_pool(al_parts, np.float32), np.float32),
         sv_cost=_nonempty(_pool(sc_parts, np.float64), np.float64),
-        top=int(top), top_kind=int(kind[top]), n_outputs=int(model.task.n_outputs),
+        top=int(top), top_kind=int(kind[top]), top_f64=int(node_f64[top]),
+        n_outputs=int(model.task.n_outputs),
         prior=prior.astype(np.float32),
         ctl_scorer=_nonempty(np.asarray(C["s"], np.int32), np.int32),
         ctl_rule=_nonempty(np.asarray(C["rule"], np.int32), np.int32),

@@ -4,7 +4,10 @@ Scoring nodes compute a float32 vector of width ``n_outputs`` (K):
 
 * ``TreesNode``: a bank of regression trees in structure-of-arrays form.  As a
   scorer its value is ``base_score + v_0 + v_1 + ...`` summed in bank order.
-  Each tree ``t`` can also be read on its own by a linear node.
+  Each tree ``t`` can also be read on its own by a linear node.  With
+  ``precision="float64"`` the leaves, base score and sum are float64 and the
+  sum is then divided by ``divisor`` (a forest's mean); any other node reads
+  that value, or one of its trees, rounded to float32 (docs/numerics.md).
 * ``LinearNode``: ``bias + sum_i weights[i] * input_i`` in input order; an
   input is a feature, one tree of a bank, or one output of another node.
 * ``KernelNode``: ``bias + sum_s alpha[s] * k(sv_s, x[features])``.
@@ -26,11 +29,11 @@ from typing import ClassVar
 
 import numpy as np
 
-from .arrays import (bool_array, cost_array, float32_array, frozen, int_array,
+from .arrays import (bool_array, cost_array, float32_array, float64_array, frozen, int_array,
                      scalar_float, scalar_float32, scalar_int)
 from .codes import (EXIT_ABS_GE, EXIT_GE, EXIT_LE, EXIT_NONE, EXIT_RULES,  # noqa: F401 (re-exported)
-                    KERNEL_LINEAR, KERNEL_POLY, KERNEL_RBF, KERNELS, TERM_FEATURE, TERM_KINDS,
-                    TERM_NODE, TERM_TREE)
+                    KERNEL_LINEAR, KERNEL_POLY, KERNEL_RBF, KERNELS, PRECISIONS, TERM_FEATURE,
+                    TERM_KINDS, TERM_NODE, TERM_TREE)
 from .errors import IRError
 
 MAX_OUTPUTS = 1 << 16
@@ -65,6 +68,12 @@ class TreesNode:
     ``feature[m] == -1`` marks a leaf; an internal node sends a row left when
     ``x[feature] <= threshold`` and a NaN left when ``missing_left``.
     ``value`` has shape [M, K] and is read at leaves only.
+
+    ``precision``: "float32" (leaves, base score and sum in float32) or
+    "float64" (all three in float64, as LightGBM and scikit-learn add up
+    their trees; the sum is then divided by ``divisor``, 1 by default: a
+    random forest's mean is scikit-learn's float64 sum divided by the number
+    of trees).  ``divisor`` other than 1 needs float64.
     """
     roots: np.ndarray
     feature: np.ndarray
@@ -76,11 +85,17 @@ class TreesNode:
     tree_cost: np.ndarray
     base_score: np.ndarray
     name: str = ""
+    precision: str = "float32"
+    divisor: float = 1.0
     kind: ClassVar[str] = "trees"
 
     @property
     def n_outputs(self) -> int:
         return int(self.value.shape[1])
+
+    @property
+    def is_float64(self) -> bool:
+        return self.precision == "float64"
 
     @property
     def n_trees(self) -> int:
@@ -96,7 +111,13 @@ class TreesNode:
             raise IRError(f"{field}.feature: a tree bank needs at least one node")
         roots = int_array(_require(d, "roots", field), f"{field}.roots", low=0, high=M)
         T = roots.shape[0]
-        value = float32_array(_require(d, "value", field), f"{field}.value", length=M * K)
+        precision = d.get("precision", "float32")
+        if not isinstance(precision, str) or precision not in PRECISIONS:
+            raise IRError(f"{field}.precision: unknown precision {precision!r}; expected one of "
+                          f"{list(PRECISIONS)}")
+        floats = float64_array if precision == "float64" else float32_array
+        divisor = scalar_float(d.get("divisor", 1.0), f"{field}.divisor")
+        value = floats(_require(d, "value", field), f"{field}.value", length=M * K)
         value = value.reshape(M, K)
         value.setflags(write=False)
         node = cls(
@@ -107,15 +128,30 @@ class TreesNode:
             missing_left=bool_array(_require(d, "missing_left", field), f"{field}.missing_left", length=M),
             value=value,
             tree_cost=cost_array(d.get("tree_cost", [0.0] * T), f"{field}.tree_cost", length=T),
-            base_score=float32_array(d.get("base_score", [0.0] * K), f"{field}.base_score", length=K),
-            name=_name(d, field),
+            base_score=floats(d.get("base_score", [0.0] * K), f"{field}.base_score", length=K),
+            name=_name(d, field), precision=precision, divisor=divisor,
         )
         node.check(field)
         return node
 
     def check(self, field):
-        """Every bank node is reached exactly once from exactly one root."""
+        """Every bank node is reached exactly once from exactly one root;
+        the precision, the dtypes and the divisor agree."""
         M = self.feature.shape[0]
+        if self.precision not in PRECISIONS:
+            raise IRError(f"{field}.precision: unknown precision {self.precision!r}; expected one of "
+                          f"{list(PRECISIONS)}")
+        want = np.dtype(self.precision)
+        for arr, nm in ((self.value, "value"), (self.base_score, "base_score")):
+            if arr.dtype != want:
+                raise IRError(f"{field}.{nm}: a {self.precision} bank needs {self.precision} values, "
+                              f"got {arr.dtype}")
+        d = self.divisor
+        if isinstance(d, bool) or not isinstance(d, (float, int, np.floating, np.integer)) or \
+                not np.isfinite(d) or d <= 0:
+            raise IRError(f"{field}.divisor: {d!r} must be a finite number > 0")
+        if d != 1 and not self.is_float64:
+            raise IRError(f"{field}.divisor: a divisor other than 1 needs \"precision\": \"float64\"")
         for arr, nm in ((self.threshold, "threshold"), (self.left, "left"),
                         (self.right, "right"), (self.missing_left, "missing_left")):
             if arr.shape != (M,):
@@ -170,13 +206,25 @@ class TreesNode:
         return owner
 
     def to_dict(self):
+        if not self.is_float64:       # float32 banks keep their version-1 bytes
+            return {"kind": self.kind, "name": self.name, "n_outputs": self.n_outputs,
+                    "base_score": _floats(self.base_score), "roots": self.roots.tolist(),
+                    "tree_cost": self.tree_cost.tolist(), "feature": self.feature.tolist(),
+                    "threshold": _floats(self.threshold), "left": self.left.tolist(),
+                    "right": self.right.tolist(),
+                    "missing_left": [bool(b) for b in self.missing_left],
+                    "value": _floats(self.value.ravel())}
+        # float64 (format version 2): leaves and base score as Python's
+        # shortest round-trip decimals, which parse back to the same doubles
         return {"kind": self.kind, "name": self.name, "n_outputs": self.n_outputs,
-                "base_score": _floats(self.base_score), "roots": self.roots.tolist(),
+                "precision": self.precision,
+                **({"divisor": float(self.divisor)} if self.divisor != 1 else {}),
+                "base_score": self.base_score.tolist(), "roots": self.roots.tolist(),
                 "tree_cost": self.tree_cost.tolist(), "feature": self.feature.tolist(),
                 "threshold": _floats(self.threshold), "left": self.left.tolist(),
                 "right": self.right.tolist(),
                 "missing_left": [bool(b) for b in self.missing_left],
-                "value": _floats(self.value.ravel())}
+                "value": self.value.ravel().tolist()}
 
 
 @dataclass(frozen=True, eq=False)

@@ -34,6 +34,8 @@ TWO = np.float32(2.0)
 # probability as this one quiet NaN.  Decisions never see the difference:
 # comparisons with any NaN are false.
 CANONICAL_NAN_BITS = 0x7FC00000
+# The same for the float64 scores of a float64 tree bank (docs/numerics.md).
+CANONICAL_NAN64_BITS = 0x7FF8000000000000
 
 
 def hexfloat(v) -> str:

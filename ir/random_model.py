@@ -144,3 +144,23 @@ def random_model(seed, kinds=ALL_KINDS, n_features=None):
         out = len(pool) - 1
     return model(feats, [node for _, node in pool], out, task=task, groups=groups,
                  metadata={"random_model_seed": int(seed)})
+
+
+def with_float64_banks(m, divisor=3.0):
+    """``m`` with every tree bank made float64 (format version 2): each leaf
+    and base score v becomes v + v * 2^-30 (no longer a float32, so a
+    backend that rounds to float32 anywhere differs) and the sum is divided
+    by ``divisor``.  No random numbers are drawn: the models of
+    ``random_model`` keep their seeds' structure."""
+    from dataclasses import replace
+
+    from .arrays import frozen
+    from .nodes import TreesNode
+
+    def widen(a):
+        a = np.asarray(a, np.float64)
+        return frozen(a + a * 2.0 ** -30)
+
+    nodes = [replace(n, value=widen(n.value), base_score=widen(n.base_score), precision="float64",
+                     divisor=float(divisor)) if isinstance(n, TreesNode) else n for n in m.nodes]
+    return model(m.features, nodes, m.output, task=m.task, groups=m.groups, metadata=dict(m.metadata))

@@ -12,6 +12,12 @@ for on-demand evaluation (docs/costs.md):
 
 Per-row state uses *stamps* (``stamp[u] == row tag`` means touched), so no
 array is cleared between rows.
+
+A float64 tree bank (``node_f64``) adds its leaves in ``acc64`` from its
+float64 base score; when it finishes, ``accbuf`` gets ``float32(acc64 /
+divisor)``, the value every other node reads.  When it is the model's
+output, the scores are ``acc64 / divisor`` itself, in float64
+(docs/numerics.md).
 """
 import numpy as np
 from numba import njit, prange
@@ -115,23 +121,26 @@ def _kernel_value(T, X, row, q, s):
 
 
 @njit(cache=True, _nrt=False)
-def _begin(T, n, accbuf, stack, pos, sp):
+def _begin(T, n, accbuf, acc64, stack, pos, sp):
     o, b = T.node_acc[n], T.node_bias[n]
     for k in range(T.node_width[n]):
         accbuf[o + k] = T.bias[b + k]
+    if T.node_f64[n]:
+        for k in range(T.node_width[n]):
+            acc64[o + k] = T.bias64[b + k]
     stack[sp] = n
     pos[sp] = 0
 
 
 @njit(cache=True, _nrt=False)
-def _eval_node(T, X, row, n0, tag, fstamp, gstamp, tstamp, tleaf, nstamp, accbuf,
+def _eval_node(T, X, row, n0, tag, fstamp, gstamp, tstamp, tleaf, nstamp, accbuf, acc64,
                stack, pos, cost, budget):
     """Evaluate scoring node n0 and what it reads, depth-first with an
     explicit stack.  Returns True if finished, False if the row halted; on a
     halt ``pos[0]`` is the number of n0's steps completed."""
     if nstamp[n0] == tag:
         return True
-    _begin(T, n0, accbuf, stack, pos, 0)
+    _begin(T, n0, accbuf, acc64, stack, pos, 0)
     sp = 1
     while sp > 0:
         n = stack[sp - 1]
@@ -140,6 +149,10 @@ def _eval_node(T, X, row, n0, tag, fstamp, gstamp, tstamp, tleaf, nstamp, accbuf
         o = T.node_acc[n]
         K = T.node_width[n]
         if p == T.node_count[n]:
+            if T.node_f64[n]:         # what other nodes read: the float64 value rounded once
+                d = T.node_div[n]
+                for k in range(K):
+                    accbuf[o + k] = np.float32(acc64[o + k] / d)
             nstamp[n] = tag
             sp -= 1
             continue
@@ -152,8 +165,12 @@ def _eval_node(T, X, row, n0, tag, fstamp, gstamp, tstamp, tleaf, nstamp, accbuf
                     pos[sp - 1] = p
                     return False
                 v = T.tn_value[leaf]
-                for k in range(K):
-                    accbuf[o + k] = accbuf[o + k] + T.leaf_value[v + k]
+                if T.node_f64[n]:
+                    for k in range(K):
+                        acc64[o + k] = acc64[o + k] + T.leaf_value64[v + k]
+                else:
+                    for k in range(K):
+                        accbuf[o + k] = accbuf[o + k] + T.leaf_value[v + k]
                 p += 1
             pos[sp - 1] = p
             continue
@@ -173,7 +190,7 @@ def _eval_node(T, X, row, n0, tag, fstamp, gstamp, tstamp, tleaf, nstamp, accbuf
                     x = T.leaf_value[T.tn_value[leaf] + T.term_output[term]]
                 else:
                     if nstamp[idx] != tag:
-                        _begin(T, idx, accbuf, stack, pos, sp)
+                        _begin(T, idx, accbuf, acc64, stack, pos, sp)
                         sp += 1
                         continue  # come back to this term once idx is done
                     x = accbuf[T.node_acc[idx] + T.term_output[term]]
@@ -199,26 +216,30 @@ def _eval_node(T, X, row, n0, tag, fstamp, gstamp, tstamp, tleaf, nstamp, accbuf
 
 
 @njit(cache=True, _nrt=False)
-def _row(T, X, row, tag, budget, fstamp, gstamp, tstamp, tleaf, nstamp, accbuf, stack, pos,
+def _row(T, X, row, tag, budget, fstamp, gstamp, tstamp, tleaf, nstamp, accbuf, acc64, stack, pos,
          cost, scores_out):
     """Evaluate one row; writes its scores and returns the stage reached."""
     cost[0] = 0.0
     K = T.n_outputs
     top = T.top
     if T.top_kind <= KIND_KERNEL:
-        ok = _eval_node(T, X, row, top, tag, fstamp, gstamp, tstamp, tleaf, nstamp, accbuf,
+        ok = _eval_node(T, X, row, top, tag, fstamp, gstamp, tstamp, tleaf, nstamp, accbuf, acc64,
                         stack, pos, cost, budget)
         steps = T.node_count[top] if ok else pos[0]
         o = T.node_acc[top]
-        for k in range(K):
-            scores_out[k] = accbuf[o + k]
+        if T.top_f64:                 # float64 scores: the sum so far over the divisor
+            for k in range(K):
+                scores_out[k] = acc64[o + k] / T.node_div[top]
+        else:
+            for k in range(K):
+                scores_out[k] = accbuf[o + k]
         return steps - 1
     last = -1
     i = 0
     nC = T.ctl_scorer.shape[0]
     while True:
         n = T.ctl_scorer[i]
-        if not _eval_node(T, X, row, n, tag, fstamp, gstamp, tstamp, tleaf, nstamp, accbuf,
+        if not _eval_node(T, X, row, n, tag, fstamp, gstamp, tstamp, tleaf, nstamp, accbuf, acc64,
                           stack, pos, cost, budget):
             break
         last = i
@@ -264,6 +285,8 @@ def _evaluate_bank(T, X, budget, scores, cost_out, stage, used):
     first = T.node_first[top]
     count = T.node_count[top]
     base = T.node_bias[top]
+    f64 = T.node_f64[top]
+    div = T.node_div[top]
     for c in prange((N + BLOCK - 1) // BLOCK):
         r0 = c * BLOCK
         nb = min(BLOCK, N - r0)
@@ -271,12 +294,14 @@ def _evaluate_bank(T, X, budget, scores, cost_out, stage, used):
         gstamp = np.zeros((BLOCK, T.group_cost.shape[0]), np.bool_)
         cost = np.zeros(BLOCK)
         acc = np.empty((BLOCK, K), np.float32)
+        acc64 = np.empty((BLOCK, K), np.float64)
         halted = np.zeros(BLOCK, np.bool_)
         done = np.zeros(BLOCK, np.int64)
         m = np.zeros(BLOCK, np.int32)
         for k in range(nb):
             for j in range(K):
                 acc[k, j] = T.bias[base + j]
+                acc64[k, j] = T.bias64[base + j] if f64 else 0.0
         for t in range(first, first + count):
             for k in range(nb):
                 if not halted[k]:
@@ -321,13 +346,21 @@ def _evaluate_bank(T, X, budget, scores, cost_out, stage, used):
             for k in range(nb):
                 if not halted[k]:
                     v = T.tn_value[m[k]]
-                    for j in range(K):
-                        acc[k, j] = acc[k, j] + T.leaf_value[v + j]
+                    if f64:
+                        for j in range(K):
+                            acc64[k, j] = acc64[k, j] + T.leaf_value64[v + j]
+                    else:
+                        for j in range(K):
+                            acc[k, j] = acc[k, j] + T.leaf_value[v + j]
                     done[k] += 1
         for k in range(nb):
             row = r0 + k
-            for j in range(K):
-                scores[row, j] = acc[k, j]
+            if f64:
+                for j in range(K):
+                    scores[row, j] = acc64[k, j] / div
+            else:
+                for j in range(K):
+                    scores[row, j] = acc[k, j]
             cost_out[row] = cost[k]
             stage[row] = done[k] - 1
             for j in range(F):
@@ -336,7 +369,8 @@ def _evaluate_bank(T, X, budget, scores, cost_out, stage, used):
 
 @njit(cache=True, parallel=True)
 def evaluate(T, X, budget, scores, cost_out, stage, used):
-    """Fill scores [N,K] f32, cost [N] f64, stage [N] i64 and used [N,F]."""
+    """Fill scores [N,K] (f32; f64 when the output is a float64 bank), cost
+    [N] f64, stage [N] i64 and used [N,F]."""
     N = X.shape[0]
     F = X.shape[1]
     chunk = 512
@@ -348,13 +382,14 @@ def evaluate(T, X, budget, scores, cost_out, stage, used):
         tleaf = np.zeros(T.tree_root.shape[0], np.int32)
         nstamp = np.zeros(T.node_kind.shape[0], np.int64)
         accbuf = np.zeros(T.acc_size, np.float32)
+        acc64 = np.zeros(T.acc_size, np.float64)
         stack = np.zeros(T.stack_depth + 1, np.int32)
         pos = np.zeros(T.stack_depth + 1, np.int32)
         cost = np.zeros(1, np.float64)
         for row in range(c * chunk, min(N, (c + 1) * chunk)):
             tag = row + 1
             stage[row] = _row(T, X, row, tag, budget[row], fstamp, gstamp, tstamp, tleaf,
-                              nstamp, accbuf, stack, pos, cost, scores[row])
+                              nstamp, accbuf, acc64, stack, pos, cost, scores[row])
             cost_out[row] = cost[0]
             for j in range(F):
                 used[row, j] = fstamp[j] == tag

@@ -80,6 +80,9 @@ class CRuntime:
         self.name = ("c-lazy" if api == "lazy" else "c") + (f"@{target}" if target else "")
         self.sources = render(model, PREFIX, tables=tables)
         self._P = model.task.n_proba
+        # a float64 output bank returns double scores (docs/numerics.md)
+        self._score_dtype = np.float64 if getattr(model.nodes[model.output], "is_float64", False) \
+            else np.float32
         if target is not None:
             from .c_targets import TARGETS
             if target not in TARGETS:
@@ -102,7 +105,7 @@ class CRuntime:
         lib.sfm_workspace_size.restype = ctypes.c_uint32
 
         class Result(ctypes.Structure):
-            _fields_ = [("scores", ctypes.c_float * K), ("proba", ctypes.c_float * max(self._P, 1)),
+            _fields_ = [("scores", (ctypes.c_double if self._score_dtype == np.float64 else ctypes.c_float) * K), ("proba", ctypes.c_float * max(self._P, 1)),
                         ("label", ctypes.c_int32), ("cost", ctypes.c_double), ("stage", ctypes.c_int32)]
         self._Result = Result
         self._Fetch = ctypes.CFUNCTYPE(ctypes.c_float, ctypes.c_void_p, ctypes.c_int32)
@@ -159,7 +162,7 @@ class CRuntime:
     def _buffers(self, N):
         """Zeroed per-row outputs as sfm_result lays them out: scores, proba,
         label, cost, stage."""
-        return (np.zeros((N, self.model.task.n_outputs), np.float32),
+        return (np.zeros((N, self.model.task.n_outputs), self._score_dtype),
                 np.zeros((N, max(self._P, 1)), np.float32), np.zeros(N, np.int32),
                 np.zeros(N, np.float64), np.zeros(N, np.int32))
 

@@ -104,7 +104,7 @@ def build_program(model, X, budgets, target: Target, work_dir, sources=None) -> 
     F, K, P = model.n_features, model.task.n_outputs, model.task.n_proba
     main = _env.get_template("parity_main.c.j2").render(
         prefix="sfm", n_rows=len(X), row_bits=row_bits, budget_bits=budget_bits, F=F,
-        F_arr=max(F, 1), K=K, P=P)
+        F_arr=max(F, 1), K=K, P=P, wide=_wide(model))
     with open(os.path.join(work_dir, "parity_main.c"), "w") as fh:
         fh.write(main)
     exe = os.path.join(work_dir, "parity")
@@ -119,6 +119,11 @@ def build_program(model, X, budgets, target: Target, work_dir, sources=None) -> 
     return exe
 
 
+def _wide(model) -> bool:
+    """The output is a float64 tree bank: scores print as 16 hex digits."""
+    return bool(getattr(model.nodes[model.output], "is_float64", False))
+
+
 def _parse(lines, model, n_rows):
     F, K, P = model.n_features, model.task.n_outputs, model.task.n_proba
     out = {}
@@ -127,7 +132,11 @@ def _parse(lines, model, n_rows):
         if len(rows) != n_rows:
             raise RuntimeError(f"expected {n_rows} '{tag}' lines, got {len(rows)}")
         hex32 = lambda cols: np.array([[int(c, 16) for c in r] for r in cols], np.uint32)
-        scores = hex32([r[1:1 + K] for r in rows]).view(np.float32).reshape(n_rows, K)
+        if _wide(model):
+            scores = np.array([[int(c, 16) for c in r[1:1 + K]] for r in rows],
+                              np.uint64).view(np.float64).reshape(n_rows, K)
+        else:
+            scores = hex32([r[1:1 + K] for r in rows]).view(np.float32).reshape(n_rows, K)
         proba = hex32([r[1 + K:1 + K + P] for r in rows]).view(np.float32).reshape(n_rows, P) if P else None
         label = hex32([[r[1 + K + P]] for r in rows]).view(np.int32).ravel()
         cost = np.array([int(r[2 + K + P], 16) for r in rows], np.uint64).view(np.float64)

@@ -7,7 +7,7 @@ from typing import Optional, Protocol
 import numpy as np
 from numba import njit
 
-from ..ir.numerics import CANONICAL_NAN_BITS
+from ..ir.numerics import CANONICAL_NAN64_BITS, CANONICAL_NAN_BITS
 from ._expf import logistic, softmax
 
 
@@ -16,7 +16,8 @@ class Prediction:
     """Per-row results of one runtime.
 
     output: class label or regression value [N] (or [N, K] for multi-output
-    regression); scores: raw float32 margins [N, K]; proba: probabilities
+    regression); scores: raw margins [N, K], float32, or float64 when the
+    model's output is a float64 tree bank (docs/numerics.md); proba: probabilities
     [N, n_classes] for classifiers with a probabilistic transform, else None;
     cost: lazy cost [N] float64; stage: last checkpoint completed [N] int64
     (tree / input / support vector for a scoring output, stage / checkpoint /
@@ -89,18 +90,25 @@ def argmax_first(scores):
 
 
 def canonical_nan(a: np.ndarray) -> np.ndarray:
-    """Replace every NaN with the canonical quiet NaN (docs/numerics.md)."""
+    """Replace every NaN with the canonical quiet NaN (docs/numerics.md):
+    float32 0x7fc00000, float64 0x7ff8000000000000."""
     bad = np.isnan(a)
     if bad.any():
         a = a.copy()
-        a.view(np.uint32)[bad] = CANONICAL_NAN_BITS
+        if a.dtype == np.float64:
+            a.view(np.uint64)[bad] = CANONICAL_NAN64_BITS
+        else:
+            a.view(np.uint32)[bad] = CANONICAL_NAN_BITS
     return a
 
 
 def finish(task, scores: np.ndarray):
     """(output, proba) from raw margins, by the task's rules: binary label is
-    classes[1] iff margin > 0; multiclass is the first argmax."""
+    classes[1] iff margin > 0; multiclass is the first argmax.  Labels read
+    the margins as they are (float64 ones too); probabilities are the
+    float32 transform of the margins rounded to float32 (docs/numerics.md)."""
     scores = canonical_nan(scores)
+    s32 = scores if scores.dtype == np.float32 else scores.astype(np.float32)
     if task.kind == "regression":
         return (scores[:, 0].copy() if scores.shape[1] == 1 else scores.copy()), None
     classes = np.asarray(task.classes)
@@ -108,9 +116,9 @@ def finish(task, scores: np.ndarray):
         idx = (scores[:, 0] > 0).astype(np.int64)
         proba = None
         if task.transform == "logistic":
-            p = logistic(scores)[:, 0]
+            p = logistic(s32)[:, 0]
             proba = canonical_nan(np.stack([np.float32(1.0) - p, p], axis=1))
         return classes[idx], proba
     idx = argmax_first(scores)
-    proba = canonical_nan(softmax(scores)) if task.transform == "softmax" else None
+    proba = canonical_nan(softmax(s32)) if task.transform == "softmax" else None
     return classes[idx], proba

@@ -36,7 +36,7 @@ class ReferenceRuntime:
         X = as_features(X, m.n_features)
         N = X.shape[0]
         b = as_budget(budget, N)
-        scores = np.zeros((N, m.task.n_outputs), np.float32)
+        scores = np.zeros((N, m.task.n_outputs), np.float64 if self._tables.top_f64 else np.float32)
         cost = np.zeros(N, np.float64)
         stage = np.zeros(N, np.int64)
         used = np.zeros((N, m.n_features), np.bool_)

@@ -27,24 +27,39 @@ import numpy as np
 from .runtimes.prediction import Prediction, as_budget, as_features
 
 
+def _wide(a, b) -> bool:
+    """Compare as float64: a float64 tree bank's scores (docs/numerics.md)."""
+    return np.asarray(a).dtype == np.float64 or np.asarray(b).dtype == np.float64
+
+
 def ulp_distance(a, b) -> np.ndarray:
-    """Float32 steps between a and b (0 when both are NaN; huge when one is)."""
-    a = np.asarray(a, np.float32)
-    b = np.asarray(b, np.float32)
-    ia = a.view(np.int32).astype(np.int64)
-    ib = b.view(np.int32).astype(np.int64)
-    ia = np.where(ia < 0, -(ia & 0x7FFFFFFF), ia)
-    ib = np.where(ib < 0, -(ib & 0x7FFFFFFF), ib)
-    d = np.abs(ia - ib)
+    """Float32 steps between a and b (float64 steps when either is float64:
+    a float64 bank's scores); 0 when both are NaN, huge when one is."""
+    if _wide(a, b):
+        ft, it, mask, huge = np.float64, np.int64, 0x7FFFFFFFFFFFFFFF, 2**62
+    else:
+        ft, it, mask, huge = np.float32, np.int32, 0x7FFFFFFF, 2**32
+    a = np.asarray(a, ft)
+    b = np.asarray(b, ft)
+    ia = a.view(it).astype(np.int64)
+    ib = b.view(it).astype(np.int64)
+    ia = np.where(ia < 0, -(ia & mask), ia)
+    ib = np.where(ib < 0, -(ib & mask), ib)
+    # float64 steps can exceed int64 between far-apart values: saturate
+    with np.errstate(over="ignore"):
+        d = np.abs(ia - ib) if ft is np.float32 else np.minimum(
+            np.abs(ia.astype(np.float64) - ib.astype(np.float64)), float(huge)).astype(np.int64)
     na, nb = np.isnan(a), np.isnan(b)
-    return np.where(na & nb, 0, np.where(na | nb, 2**32, d))
+    return np.where(na & nb, 0, np.where(na | nb, huge, d))
 
 
 def _same_bits(a, b):
-    """Per-row equality of float32 arrays bit for bit (NaNs are canonical)."""
-    a = np.asarray(a, np.float32).reshape(len(a), -1)
-    b = np.asarray(b, np.float32).reshape(len(b), -1)
-    return np.all(a.view(np.uint32) == b.view(np.uint32), axis=1)
+    """Per-row equality bit for bit (NaNs are canonical): float32 arrays, or
+    float64 ones when either is float64."""
+    ft, ut = (np.float64, np.uint64) if _wide(a, b) else (np.float32, np.uint32)
+    a = np.ascontiguousarray(a, ft).reshape(len(a), -1)
+    b = np.ascontiguousarray(b, ft).reshape(len(b), -1)
+    return np.all(a.view(ut) == b.view(ut), axis=1)
 
 
 @dataclass

@@ -75,7 +75,9 @@ def test_wrong_lengths_and_types():
 def test_unknown_kind_version_and_missing_parts():
     d = base(); d["nodes"][0]["kind"] = "forest"
     expect(d, "nodes[0].kind", "unknown node kind")
-    d = base(); d["version"] = 2
+    d = base(); d["version"] = 3          # 2 exists: float64 tree banks (issue 19)
+    expect(d, "version", "unknown version")
+    d = base(); d["version"] = "1"
     expect(d, "version", "unknown version")
     d = base(); del d["output"]
     expect(d, "output", "missing")
