@@ -7,9 +7,9 @@ import numpy as np
 
 from ..ir import builders
 from ..ir.feature_costs import FeatureCosts
-from ..ir.json_io import VERSION
+from ..ir.json_io import file_version
 
-IMPORTER_VERSION = 1
+IMPORTER_VERSION = 2              # 2: LightGBM and scikit-learn trees as float64 banks
 
 
 def resolve_costs(costs, n_features: int, names=None) -> FeatureCosts:
@@ -42,17 +42,23 @@ def resolve_costs(costs, n_features: int, names=None) -> FeatureCosts:
     return costs
 
 
-def bank_model(trees, costs: FeatureCosts, task, *, base_score, source: str, info: dict):
+def bank_model(trees, costs: FeatureCosts, task, *, base_score, source: str, info: dict,
+               precision="float32", divisor=1.0):
     """One IR model whose output is one bank of the imported trees.
 
     ``trees`` are dicts of local arrays (``ir.concat_trees``'s input), in
-    the order the source library adds them up.
+    the order the source library adds them up.  ``precision="float64"``
+    keeps the source's double leaves and base score and sums them in
+    double, then divides by ``divisor`` (a forest's mean), as the source
+    does.
     """
-    bank = builders.concat_trees(trees, base_score=base_score, name=source)
+    bank = builders.concat_trees(trees, base_score=base_score, name=source, precision=precision,
+                                 divisor=divisor)
     meta = {"trainer": f"import:{source}", "importer_version": IMPORTER_VERSION,
-            "format_version": VERSION, "source": dict(info)}
-    return builders.model(costs.features(), [bank], 0, task=task, groups=costs.ir_groups(),
-                          metadata=meta)
+            "format_version": 1, "source": dict(info)}
+    model = builders.model(costs.features(), [bank], 0, task=task, groups=costs.ir_groups(), metadata=meta)
+    model.metadata["format_version"] = file_version(model)
+    return model
 
 
 def one_hot_values(leaf: np.ndarray, column: int, width: int) -> np.ndarray:

@@ -8,6 +8,11 @@ model:
 * ``double(x) <= t`` becomes the float32 test ``x <= t32`` with ``t32`` the
   largest float32 <= t (``thresholds.le_threshold``): every float32 row
   reaches the same leaf as in LightGBM, in every tree;
+* LightGBM's predictor drops every input with |x| <= kZeroThreshold
+  (1e-35f) from the row it builds, so such an x reads as 0.0 in every
+  split: a threshold t inside that band becomes the float32 test ``x <=
+  1e-35f`` when 0 <= t (the band goes left with 0) and ``x < -1e-35f``
+  otherwise (``_zero_band_threshold``);
 * ``missing_type``: ``NaN`` sends NaN to the default child; ``None`` treats
   NaN as 0.0 (so NaN goes where 0 goes); ``Zero`` (``zero_as_missing``)
   sends NaN and every x in LightGBM's zero band [-1e-35, 1e-35] to the
@@ -17,16 +22,21 @@ model:
 * multiclass (``num_tree_per_iteration`` = K): tree i belongs to class
   i mod K, a K-output bank with -0.0 (the exact additive identity) in the
   other columns;
+* random-forest mode (``average_output``): LightGBM's ``predict`` divides
+  the sum by the number of iterations before its transform (the bank's
+  ``divisor``); ``predict(raw_score=True)`` returns the undivided sum, so
+  here the margin is that raw score / iterations, bit for bit;
 * refused with an error naming them: categorical splits, linear trees
-  (``linear_tree``), random-forest mode (``average_output``), objectives
-  whose transform the IR lacks (unless ``raw_margin=True``).
+  (``linear_tree``), objectives whose transform the IR lacks (unless
+  ``raw_margin=True``).
 
-Leaf values and sums: LightGBM adds double leaf values in double.  The IR's
-``trees`` node holds float32 leaves summed in float32, so the margins are
-within the bound of ``margin_error_bound`` of LightGBM's (routing is exact;
-docs/importers.md).  ``init_score`` is not stored in a LightGBM model and
-``predict(raw_score=True)`` does not add it; pass ``init_score=`` to put a
-constant one in front of the trees' sum.
+Leaf values and sums: LightGBM starts each output at 0.0 and adds its
+double leaf values in double, tree by tree (``GBDT::PredictRaw``).  The
+model is one float64 ``trees`` node (format version 2) that does the same
+additions in the same order, so on float32 rows its margin is bit for bit
+``predict(raw_score=True)`` (docs/importers.md).  ``init_score`` is not
+stored in a LightGBM model and ``predict(raw_score=True)`` does not add it;
+pass ``init_score=`` to put a constant one in front of the trees' sum.
 """
 from __future__ import annotations
 
@@ -100,7 +110,8 @@ def _tree(t, i, n_class, klass, feature_names):
         raise ValueError(f"LightGBM categorical splits (tree {i}) are not supported by the importer; "
                          "one-hot encode the categories or train without categorical_feature")
     feat = _arr(t, "split_feature", np.int64, i)
-    thr = clamp_infinite(le_threshold(_arr(t, "threshold", np.float64, i)))
+    t64 = _arr(t, "threshold", np.float64, i)
+    thr = _zero_band_threshold(t64, clamp_infinite(le_threshold(t64)))
     dt = _arr(t, "decision_type", np.int64, i)
     lc, rc = _arr(t, "left_child", np.int64, i), _arr(t, "right_child", np.int64, i)
     n_int = n_leaves - 1
@@ -124,6 +135,22 @@ def _tree(t, i, n_class, klass, feature_names):
             "right": np.concatenate([child(rc), np.full(n_leaves, -1)]),
             "value": one_hot_values(val, klass, n_class) if n_class > 1 else val,
             "missing_left": np.concatenate([missing_left, np.ones(n_leaves, bool)])}
+
+
+def _zero_band_threshold(t64, thr):
+    """Float32 thresholds that also send LightGBM's zero band |x| <= 1e-35f
+    where 0.0 goes: LightGBM reads such an x as 0.0 (it leaves it out of
+    the row), so a split whose double threshold t lies in [-z, z) sends the
+    whole band left when 0 <= t (test ``x <= z``) and right otherwise (test
+    ``x < -z``).  Outside that range the band already falls on 0's side."""
+    z = np.float32(K_ZERO_THRESHOLD)               # the float kZeroThreshold is
+    band = (t64 >= -float(z)) & (t64 < float(z))
+    if not band.any():
+        return thr
+    thr = thr.copy()
+    thr[band & (t64 >= 0)] = z
+    thr[band & (t64 < 0)] = np.nextafter(-z, np.float32(-np.inf))
+    return thr
 
 
 MAX_ZERO_BAND_NODES = 1 << 20
@@ -212,16 +239,13 @@ def from_lightgbm(model, costs=None, *, classes=None, raw_margin=False, num_iter
     Returns
     -------
     ir.Model
-        One ``trees`` node.  Every row reaches the same leaves as in
-        LightGBM; the margins are float32 sums of float32-rounded leaves,
-        within ``margin_error_bound`` of LightGBM's double ones.
+        One float64 ``trees`` node.  Every float32 row reaches the same
+        leaves as in LightGBM, and its margins are LightGBM's raw scores
+        bit for bit.
     """
     if classes is None and hasattr(model, "classes_"):
         classes = tuple(model.classes_)
     head, trees = _sections(_model_text(model, num_iteration))
-    if "average_output" in head:
-        raise ValueError("LightGBM random-forest mode (boosting='rf', average_output) divides the sum "
-                         "of trees by their number, which the importer does not reproduce exactly")
     if not trees:
         raise ValueError("from_lightgbm: the model has no trees")
     n_class = int(head.get("num_tree_per_iteration", head.get("num_class", "1")))
@@ -230,15 +254,22 @@ def from_lightgbm(model, costs=None, *, classes=None, raw_margin=False, num_iter
     task = _task(head.get("objective", "regression"), n_class, classes, raw_margin)
     K = task.n_outputs
     banks = [_tree(t, i, K, i % K, names) for i, t in enumerate(trees)]
+    # LightGBM's sum starts at +0.0 (memset); a given init_score goes first
     base = np.zeros(K) if init_score is None else np.broadcast_to(np.asarray(init_score, np.float64), (K,))
+    # random-forest mode: predict() divides each output by the iterations
+    divisor = float(len(trees) // K) if "average_output" in head else 1.0
     fc = resolve_costs(costs, n_features, names)
     meta = {"library": "lightgbm", "objective": head.get("objective", ""), "n_trees": len(trees),
-            "exact": "routing exact; margins float32, see margin_error_bound"}
-    return bank_model(banks, fc, task, base_score=base, source="lightgbm", info=meta)
+            "exact": "margins are predict(raw_score=True) bit for bit (float64 bank)"}
+    return bank_model(banks, fc, task, base_score=base, source="lightgbm", info=meta,
+                      precision="float64", divisor=divisor)
 
 
 def margin_error_bound(leaf_values: np.ndarray) -> np.ndarray:
-    """A bound on |IR margin - LightGBM margin| for rows with these leaves.
+    """A bound on |float32 margin - LightGBM margin| for rows with these
+    leaves, had the leaves and sum been float32 (the importer before format
+    version 2; ``from_lightgbm`` is now exact).  Kept for float32 banks made
+    from LightGBM leaves by hand.
 
     Parameters
     ----------
