@@ -6,7 +6,8 @@
 - ``greedy_select``: ASTC's cost-aware forward selection for one node
   (Kusner et al. 2014, Alg. 1 with the fast gain of eq. (9)-(11)): an
   incremental Gram-Schmidt basis Q, C = Q^T X and the residual r = y - QQ^T y,
-  so each step costs two passes over the node's rows.
+  so each step costs two passes over the node's rows.  The same kernel runs
+  the plain-gain greedy (``ratio=False``) that ASTC compares with eq. (7).
 """
 from __future__ import annotations
 
@@ -65,9 +66,9 @@ def _xtv(Xc, v, out):
 
 @njit(cache=True)
 def greedy_select(Xc, yc, col_ptr, col_items, item_cost, paid, inherited, budget, skip,
-                  max_select, tol):
+                  max_select, tol, ratio=True):
     """Cost-aware greedy forward selection for one ASTC node (Kusner et al.
-    2014, eq. (7) with the gain of eq. (11)).
+    2014, eq. (7) with the gain of eq. (11)), or its plain-gain twin.
 
     Parameters
     ----------
@@ -94,6 +95,12 @@ def greedy_select(Xc, yc, col_ptr, col_items, item_cost, paid, inherited, budget
         At most this many columns (bounds Q's width).
     tol : float
         Relative residual-norm floor below which a column counts as collinear.
+    ratio : bool
+        True: each paid step takes the largest gain per unit of new cost
+        (eq. (7)).  False: the largest gain among the columns that still fit
+        the budget (unaffordable ones are passed over whatever ``skip`` says),
+        the "unit-cost" greedy that ``ASTC(greedy="both")`` runs beside eq. (7)
+        (Leskovec et al. 2007, CELF; docs/trees.md).
 
     Returns
     -------
@@ -128,7 +135,7 @@ def greedy_select(Xc, yc, col_ptr, col_items, item_cost, paid, inherited, budget
     while k < max_select:
         _xtv(Xc, r, xr)
         best = -1
-        best_ratio = 0.0
+        best_score = 0.0
         best_gain = 0.0
         best_cost = 0.0
         for a in range(P):
@@ -144,13 +151,18 @@ def greedy_select(Xc, yc, col_ptr, col_items, item_cost, paid, inherited, budget
             if phase == 0:
                 if ca > 0.0:
                     continue
-                ratio = gain
+                score = gain
             else:
-                if skip and spent + ca > budget:
+                if (skip or not ratio) and spent + ca > budget:
                     continue
-                ratio = gain / ca if ca > 0.0 else np.inf
-            if ratio > best_ratio:
-                best, best_ratio, best_gain, best_cost = a, ratio, gain, ca
+                if ca <= 0.0:
+                    score = np.inf
+                elif ratio:
+                    score = gain / ca
+                else:
+                    score = gain
+            if score > best_score:
+                best, best_score, best_gain, best_cost = a, score, gain, ca
         if best < 0:
             if phase == 0:
                 phase = 1
