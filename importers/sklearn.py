@@ -8,12 +8,29 @@ regressors) and linear models (anything with ``coef_`` and ``intercept_``:
 
 Routing is exact: scikit-learn compares the float32 input widened to
 float64 with a float64 threshold (``thresholds.le_threshold``), and NaN
-follows each node's ``missing_go_to_left``.  scikit-learn accumulates in
-float64 (tree sums, forest means, ``X @ coef``); the IR adds float32 values
-in float32, so margins are within ``error_bound`` of scikit-learn's
-(docs/importers.md), except for a single decision tree, whose margin is
-scikit-learn's own leaf value rounded once to float32: bit for bit
-``float32(predict)`` / ``float32(predict_proba)``.
+follows each node's ``missing_go_to_left``.
+
+Tree families are float64 ``trees`` nodes (format version 2) that add
+scikit-learn's double values in scikit-learn's order, so on float32 rows
+their margins equal scikit-learn's bit for bit (docs/importers.md):
+
+* a decision tree: its leaf's ``tree_.value`` (the base score -0.0, the
+  exact additive identity, so even a -0.0 leaf comes back as -0.0);
+* a forest: 0.0 plus each tree's value in ``estimators_`` order, divided
+  by the number of trees (``_accumulate_prediction`` then ``/=``; exact
+  when the forest predicts with ``n_jobs`` None or 1, since with threads
+  scikit-learn's own order changes from call to call);
+* gradient boosting: the init estimator's constant raw prediction, then
+  ``learning_rate * value`` of each stage (``predict_stages``: one
+  product, one sum, unfused where scikit-learn's build does not fuse them,
+  as on x86-64);
+* histogram gradient boosting: ``0.0 + _baseline_prediction``, then each
+  predictor's value in iteration order.
+
+Linear models and kernel machines stay float32: scikit-learn computes
+``X @ coef_`` with BLAS, whose summation order is the BLAS library's own
+(blocked, vectorised), so there is no fixed order to copy; their margins
+are within ``error_bound`` of scikit-learn's.
 
 Margins: regressors give ``predict``; binary boosting and linear
 classifiers give ``decision_function`` (logistic transform where the
@@ -79,22 +96,26 @@ def _trees(est):
     forests = (ensemble.RandomForestClassifier, ensemble.RandomForestRegressor,
                ensemble.ExtraTreesClassifier, ensemble.ExtraTreesRegressor)
     if isinstance(est, (tree.BaseDecisionTree,) + forests):
-        members = [est] if isinstance(est, tree.BaseDecisionTree) else list(est.estimators_)
-        n = len(members)
-        trees = []
-        for m in members:
-            v = m.tree_.value[:, 0, :] if is_clf else m.tree_.value[:, 0, :1]
-            if is_clf:                                 # fractions (scikit-learn >= 1.4 stores them)
-                v = v / v.sum(1, keepdims=True)
-            trees.append(_cart(m.tree_, v / n if n > 1 else v))
+        single = isinstance(est, tree.BaseDecisionTree)
+        members = [est] if single else list(est.estimators_)
+        # predict_proba / predict return tree_.value as it is (scikit-learn
+        # >= 1.4 stores classifiers' leaf fractions there)
+        trees = [_cart(m.tree_, m.tree_.value[:, 0, :] if is_clf else m.tree_.value[:, 0, :1])
+                 for m in members]
         K = trees[0]["value"].shape[1]
         # classifiers: K = n_classes probability columns, labels the first argmax
         task = (builders.multiclass_task(tuple(est.classes_), transform="identity") if is_clf
                 else builders.regression_task())
-        return trees, np.zeros(K), task
+        # a tree: -0.0 + v == v for every v; a forest: zeros, += each tree, /= n
+        base = np.full(K, -0.0) if single else np.zeros(K)
+        return trees, base, task, (1.0 if single else float(len(members)))
     if isinstance(est, (ensemble.GradientBoostingClassifier, ensemble.GradientBoostingRegressor)):
         if est.init_ == "zero":
             base = np.zeros(est.estimators_.shape[1])
+        elif type(est.init_).__name__ not in ("DummyRegressor", "DummyClassifier"):
+            raise ValueError(f"{name}: init={type(est.init_).__name__} gives each row its own starting "
+                             "value, which a tree bank's constant base score cannot hold; use the "
+                             "default init or init='zero'")
         else:
             base = np.asarray(est._raw_predict_init(np.zeros((1, est.n_features_in_), np.float32)),
                               np.float64)[0]
@@ -108,18 +129,20 @@ def _trees(est):
         if not is_clf and getattr(est, "loss", "") not in ("squared_error", "absolute_error", "huber",
                                                           "quantile"):
             raise ValueError(f"{name}: loss {est.loss!r} is not supported")
-        return trees, base, task
+        return trees, base, task, 1.0
     if isinstance(est, (ensemble.HistGradientBoostingClassifier, ensemble.HistGradientBoostingRegressor)):
         loss = getattr(est, "loss", "")
         if not is_clf and loss not in ("squared_error", "absolute_error", "quantile"):
             raise ValueError(f"{name}: loss {loss!r} transforms the raw prediction (e.g. exp for "
                              "poisson/gamma), which the importer does not reproduce")
-        base = np.asarray(est._baseline_prediction, np.float64).ravel()
+        # raw_predictions = zeros; += _baseline_prediction; += each predictor
+        base = np.zeros(np.size(est._baseline_prediction)) + np.asarray(est._baseline_prediction,
+                                                                         np.float64).ravel()
         K = base.shape[0]
         trees = [_hgb(p, k, K) for it in est._predictors for k, p in enumerate(it)]
         task = (_classifier_task(est, K, "logistic" if K == 1 else "softmax") if is_clf
                 else builders.regression_task())
-        return trees, base, task
+        return trees, base, task, 1.0
     return None
 
 
@@ -145,10 +168,10 @@ def from_sklearn(est, costs=None):
     info = {"library": "sklearn", "estimator": type(est).__name__}
     got = _trees(est)
     if got is not None:
-        trees, base, task = got
-        info["exact"] = ("margin is float32(sklearn) bit for bit" if len(trees) == 1
-                         else "routing exact; margins float32, see error_bound")
-        return bank_model(trees, fc, task, base_score=base, source="sklearn", info=info)
+        trees, base, task, divisor = got
+        info["exact"] = "margins are scikit-learn's bit for bit (float64 bank)"
+        return bank_model(trees, fc, task, base_score=base, source="sklearn", info=info,
+                          precision="float64", divisor=divisor)
     if hasattr(est, "support_vectors_") and hasattr(est, "dual_coef_"):
         return _kernel_model(est, fc, info)
     if hasattr(est, "coef_") and hasattr(est, "intercept_"):
@@ -227,13 +250,16 @@ def _kernel_bound(node, X):
 def error_bound(model, X=None) -> float | np.ndarray:
     """A bound on |IR margin - scikit-learn's float64 margin|.
 
-    For a tree bank of T trees: (2T + 2) u (1 + u)^T (|base| + sum_t
-    max_leaf |v_t|) with u = 2^-24 (each leaf rounds to float32 once, each
-    float32 addition once; the float64 source's own error is below one u).
-    For a linear node over rows X: (2F + 3) u (1 + u)^F (|b| + sum_j |w_j
-    x_j|) per row.
+    For a float64 tree bank (what ``from_sklearn`` makes of every tree
+    family): 0, the margins are scikit-learn's own.  For a float32 bank of
+    T trees: (2T + 2) u (1 + u)^T (|base| + sum_t max_leaf |v_t|) with u =
+    2^-24 (each leaf rounds to float32 once, each float32 addition once;
+    the float64 source's own error is below one u).  For a linear node over
+    rows X: (2F + 3) u (1 + u)^F (|b| + sum_j |w_j x_j|) per row.
     """
     node = model.nodes[0]
+    if node.kind == "trees" and node.is_float64:
+        return 0.0
     if node.kind == "trees":
         owner = node.tree_ranges()
         leafmax = np.zeros(node.n_trees)
