@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 
-.PHONY: demo test install clean examples docs typecheck
+.PHONY: demo test install clean examples docs typecheck compare compare-quick
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -33,8 +33,15 @@ docs: install
 typecheck: install
 	$(BIN)/python -m mypy examples/typecheck_imports.py
 
+# every trainer on Spambase, MAGIC and letter (docs/results.md); --quick in CI
+compare: install
+	$(BIN)/python benchmarks/compare.py --out compare-results
+
+compare-quick: install
+	$(BIN)/python benchmarks/compare.py --quick --out compare-results-quick
+
 examples: install
 	$(BIN)/python examples/models/build_examples.py
 
 clean:
-	rm -rf $(VENV) skinflint-demo .pytest_cache build *.egg-info docs/api/_build
+	rm -rf $(VENV) skinflint-demo compare-results compare-results-quick .pytest_cache build *.egg-info docs/api/_build

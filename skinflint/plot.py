@@ -14,19 +14,30 @@ def _plt():
     return plt
 
 
-def plot_cost_accuracy(curves: dict, path, title="Accuracy against test-time cost"):
+def plot_cost_accuracy(curves: dict, path, title="Accuracy against test-time cost", log_cost=False):
     """``curves``: {label: rows from cost_accuracy_curve (or dicts with
-    mean_cost and accuracy)}.  Mean lazy cost per row on x, accuracy on y."""
+    mean_cost and accuracy)}.  Mean lazy cost per row on x, accuracy on y.
+    ``log_cost``: a logarithmic cost axis (linear below 1, so that free
+    models still show), for curves whose costs span decades; with more than
+    six curves the legend goes beside the plot."""
     plt = _plt()
-    fig, ax = plt.subplots(figsize=(6.4, 4.2), dpi=120)
-    for label, rows in curves.items():
+    many = len(curves) > 6
+    fig, ax = plt.subplots(figsize=(9.6 if many else 6.4, 4.8 if many else 4.2), dpi=120)
+    markers = "os^vD<>p"   # 8 markers x 10 colours: 40 distinct curves
+    for i, (label, rows) in enumerate(curves.items()):
         rows = sorted(rows, key=lambda r: r["mean_cost"])
-        ax.plot([r["mean_cost"] for r in rows], [r["accuracy"] for r in rows], "o-", label=label)
-    ax.set_xlabel("mean feature-extraction cost per row (lazy)")
+        ax.plot([r["mean_cost"] for r in rows], [r["accuracy"] for r in rows], "-",
+                marker=markers[i % len(markers)], label=label)
+    if log_cost:
+        ax.set_xscale("symlog", linthresh=1.0)
+    ax.set_xlabel("mean feature-extraction cost per row (lazy)" + (", log scale" if log_cost else ""))
     ax.set_ylabel("test accuracy")
     ax.set_title(title)
     ax.grid(alpha=0.3)
-    ax.legend(loc="lower right")
+    if many:
+        ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize="small")
+    else:
+        ax.legend(loc="lower right")
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)

@@ -99,6 +99,22 @@ def cost_accuracy_curve(estimator, param_grid, X_train, y_train, X_val, y_val, X
     return rows
 
 
+def budget_curve(row, X_test, y_test, fractions=(1 / 32, 1 / 16, 1 / 8, 1 / 4, 1 / 2)) -> list[dict]:
+    """An anytime model's curve: ``row`` (one row of ``cost_accuracy_curve``)
+    re-run on the reference runtime under per-row budgets of ``fractions``
+    of its static cost, one row each (``budget`` set), then ``row`` itself
+    (no budget).  A row stopped by its budget answers with what it has
+    evaluated so far (the runtime's budget semantics, DESIGN.md § Costs)."""
+    model = row["model"]
+    out = []
+    for f in fractions:
+        budget = float(f * row["static_cost"])
+        p = predict(model, X_test, budget=budget)
+        out.append(dict(row, method=f"{row['method']} @ budget {budget:.0f}", budget=budget,
+                        accuracy=_score(y_test, p.output, False), mean_cost=float(p.cost.mean())))
+    return out + [dict(row, budget=None)]
+
+
 def format_table(rows) -> str:
     """The rows of one or more curves as an aligned text table."""
     width = max([32] + [len(r["method"]) for r in rows])

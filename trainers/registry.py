@@ -45,6 +45,17 @@ class TrainerSpec:
     choose_rounds : bool
         Whether a curve keeps the number of boosting rounds that validation
         prefers (not for cascades, whose stages are not rounds).
+    cost_power : int
+        How the grid scales with the feature costs: its values suit costs of
+        about 1 per feature, and with costs of mean m the equivalent value is
+        ``value * m ** cost_power``: -1 where the parameter multiplies cost
+        (lambda: ``lambda * c`` is what a split must buy), +1 where it is in
+        cost units (a budget) or multiplies the loss against cost (the l1
+        model's C; equivalent up to liblinear's intercept penalty), 0
+        otherwise.
+    anytime : bool
+        One model answers at every budget (AFR): its curve is the exported
+        model run under a range of per-row budgets, not a parameter grid.
     """
     name: str
     label: str
@@ -55,6 +66,12 @@ class TrainerSpec:
     fixed: dict = field(default_factory=dict)
     test_params: dict = field(default_factory=dict)
     choose_rounds: bool = True
+    cost_power: int = 0
+    anytime: bool = False
+
+    def scaled_grid(self, mean_cost: float = 1.0) -> tuple:
+        """The grid for features of mean cost ``mean_cost``."""
+        return tuple(g * mean_cost ** self.cost_power for g in self.grid)
 
     @property
     def classes(self) -> tuple:
@@ -83,7 +100,7 @@ TRAINERS = {s.name: s for s in [
     TrainerSpec("gbrt", "GBRT", GreedyMiserClassifier, GreedyMiserRegressor, "cost_tradeoff",
                 (0.0,), fixed=dict(cost_tradeoff=0.0), test_params=_FAST_TREES),
     TrainerSpec("greedy-miser", "Greedy Miser", GreedyMiserClassifier, GreedyMiserRegressor,
-                "cost_tradeoff", (1e-4, 3e-4, 1e-3, 3e-3, 1e-2), test_params=_FAST_TREES),
+                "cost_tradeoff", (1e-4, 3e-4, 1e-3, 3e-3, 1e-2), test_params=_FAST_TREES, cost_power=-1),
     # thesis §2.1.4's "stage-wise regression feature subsets": GBRT on the
     # features costing at most the threshold (grid in Yahoo's cost values)
     TrainerSpec("feature-subset", "Feature-subset GBRT", GreedyMiserClassifier, GreedyMiserRegressor,
@@ -92,22 +109,25 @@ TRAINERS = {s.name: s for s in [
     TrainerSpec("early-exit", "Early Exit", EarlyExitClassifier, None, "threshold",
                 (0.5, 1.0, 2.0, 4.0), test_params=dict(_FAST_TREES, exit_every=3), choose_rounds=False),
     TrainerSpec("cronus", "Cronus", CronusClassifier, None, "cost_tradeoff", _CASCADE_GRID,
-                test_params=_CASCADE_TEST, choose_rounds=False),
+                test_params=_CASCADE_TEST, choose_rounds=False, cost_power=-1),
     TrainerSpec("cscc", "CSCC", CSCCClassifier, None, "cost_tradeoff", _CASCADE_GRID,
-                test_params=_CASCADE_TEST, choose_rounds=False),
+                test_params=_CASCADE_TEST, choose_rounds=False, cost_power=-1),
     TrainerSpec("cstc", "CSTC", CSTCClassifier, CSTCRegressor, "cost_tradeoff",
                 (0.04, 0.02, 0.01, 0.005, 0.0025),
-                test_params=dict(max_depth=2, max_cycles=2, cost_reweight_rounds=1), choose_rounds=False),
+                test_params=dict(max_depth=2, max_cycles=2, cost_reweight_rounds=1), choose_rounds=False,
+                cost_power=-1),
     TrainerSpec("astc", "ASTC", ASTCClassifier, ASTCRegressor, "budget", (4.0, 8.0, 16.0, 32.0, 64.0),
-                test_params=dict(max_depth=2), choose_rounds=False),
+                test_params=dict(max_depth=2), choose_rounds=False, cost_power=1),
     # AFR is one anytime model: its own curve is AFRClassifier.anytime_curve
     TrainerSpec("afr", "AFR", AFRClassifier, None, "lambda0", (0.1,), choose_rounds=False,
+                cost_power=-1, anytime=True,
                 test_params=dict(dims_per_block=2, trees_per_dim=3, n_blocks=2, min_samples_leaf=2,
                                  random_state=0)),
     TrainerSpec("linear-svm", "Linear SVM", LinearSVMClassifier, None, "C", (0.01, 0.1, 1.0, 10.0),
                 choose_rounds=False),
     TrainerSpec("l1-linear", "Cost-weighted l1 linear", SparseLinearClassifier, None, "C",
-                (0.003, 0.01, 0.03, 0.1, 0.3, 1.0), test_params=dict(C=1.0), choose_rounds=False),
+                (0.003, 0.01, 0.03, 0.1, 0.3, 1.0), test_params=dict(C=1.0), choose_rounds=False,
+                cost_power=1),
     TrainerSpec("svm", "Kernel SVM", KernelSVMClassifier, None, "C", (0.1, 1.0, 10.0, 100.0),
                 test_params=dict(C=1.0), choose_rounds=False),
     TrainerSpec("cvm", "CVM", CVMClassifier, None, "n_support_vectors", _SV_FRACTIONS,
