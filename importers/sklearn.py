@@ -50,20 +50,29 @@ from .thresholds import clamp_infinite, le_threshold
 U32 = 2.0 ** -24
 
 
-def _tree_dict(feature, threshold, left, right, missing_left, value):
+def _raw(feature, threshold, left, right, missing_left, value):
+    """One tree as scikit-learn has it: float64 thresholds (0 at leaves),
+    children -1 at leaves, leaf values [M, K] (what sklearn-json stores)."""
     leaf = left < 0
-    thr = np.zeros(feature.shape[0], np.float32)
-    thr[~leaf] = clamp_infinite(le_threshold(threshold[~leaf]))
-    return {"feature": np.where(leaf, -1, feature), "threshold": thr,
+    return {"feature": np.where(leaf, -1, feature), "threshold": np.where(leaf, 0.0, threshold),
             "left": np.where(leaf, -1, left), "right": np.where(leaf, -1, right),
-            "missing_left": np.asarray(missing_left).astype(bool), "value": value}
+            "missing_left": np.asarray(missing_left).astype(bool), "value": np.asarray(value, np.float64)}
+
+
+def tree_dict(raw):
+    """A raw tree (``_raw``) as the bank's local arrays: ``x <= t`` on the
+    float32 input widened becomes ``x <= t32`` (``le_threshold``)."""
+    leaf = raw["left"] < 0
+    thr = np.zeros(raw["feature"].shape[0], np.float32)
+    thr[~leaf] = clamp_infinite(le_threshold(raw["threshold"][~leaf]))
+    return {**raw, "threshold": thr}
 
 
 def _cart(tree, value):
     """A fitted ``sklearn.tree._tree.Tree`` with leaf values [M, K]."""
     miss = getattr(tree, "missing_go_to_left", np.ones(tree.node_count, np.uint8))
-    return _tree_dict(tree.feature.astype(np.int64), tree.threshold, tree.children_left.astype(np.int64),
-                      tree.children_right.astype(np.int64), miss, value)
+    return _raw(tree.feature.astype(np.int64), tree.threshold, tree.children_left.astype(np.int64),
+                tree.children_right.astype(np.int64), miss, value)
 
 
 def _hgb(pred, klass, K):
@@ -75,8 +84,8 @@ def _hgb(pred, klass, K):
     left = np.where(leaf, -1, n["left"].astype(np.int64))
     right = np.where(leaf, -1, n["right"].astype(np.int64))
     val = np.where(leaf, n["value"], 0.0)
-    return _tree_dict(n["feature_idx"].astype(np.int64), n["num_threshold"], left, right,
-                      n["missing_go_to_left"], one_hot_values(val, klass, K) if K > 1 else val)
+    return _raw(n["feature_idx"].astype(np.int64), n["num_threshold"], left, right,
+                n["missing_go_to_left"], one_hot_values(val, klass, K) if K > 1 else val)
 
 
 def _classifier_task(est, K_margin, transform):
@@ -86,8 +95,9 @@ def _classifier_task(est, K_margin, transform):
     return builders.multiclass_task(classes, transform=transform)
 
 
-def _trees(est):
-    """(per-tree dicts, base score [K], task) for the tree families."""
+def raw_trees(est):
+    """(raw trees, base score [K], task, divisor) of a tree-family estimator
+    in scikit-learn's summation order, or None for other estimators."""
     from sklearn import ensemble, tree
     name = type(est).__name__
     is_clf = hasattr(est, "classes_")
@@ -166,12 +176,10 @@ def from_sklearn(est, costs=None):
     F = int(est.n_features_in_)
     fc = resolve_costs(costs, F, names)
     info = {"library": "sklearn", "estimator": type(est).__name__}
-    got = _trees(est)
+    got = raw_trees(est)
     if got is not None:
         trees, base, task, divisor = got
-        info["exact"] = "margins are scikit-learn's bit for bit (float64 bank)"
-        return bank_model(trees, fc, task, base_score=base, source="sklearn", info=info,
-                          precision="float64", divisor=divisor)
+        return tree_model([tree_dict(t) for t in trees], fc, task, base, divisor, info)
     if hasattr(est, "support_vectors_") and hasattr(est, "dual_coef_"):
         return _kernel_model(est, fc, info)
     if hasattr(est, "coef_") and hasattr(est, "intercept_"):
@@ -191,6 +199,13 @@ def from_sklearn(est, costs=None):
         return builders.model(fc.features(), [node], 0, task=task, groups=fc.ir_groups(), metadata=meta)
     raise ValueError(f"from_sklearn: {type(est).__name__} is not supported; supported are decision "
                      "trees, random forests, extra trees, (hist) gradient boosting and linear models")
+
+
+def tree_model(trees, fc, task, base, divisor, info):
+    """The float64 bank of a tree family (also read from sklearn-json)."""
+    info["exact"] = "margins are scikit-learn's bit for bit (float64 bank)"
+    return bank_model(trees, fc, task, base_score=base, source="sklearn", info=info,
+                      precision="float64", divisor=divisor)
 
 
 def _kernel_model(est, fc, info):

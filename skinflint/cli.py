@@ -126,10 +126,21 @@ def cmd_compile(args):
 
 
 def cmd_import(args):
-    from .importers import from_lightgbm, from_xgboost
+    from .importers import from_lightgbm, from_sklearn_json, from_xgboost
     from .ir import save
-    importer = {"lightgbm": from_lightgbm, "xgboost": from_xgboost}[args.source]
-    m = importer(args.model, args.costs, raw_margin=args.raw_margin)
+    if args.source == "sklearn":
+        raise CLIError("scikit-learn saves estimators only with pickle, which skinflint never loads (it "
+                       "runs code); in Python, write a pickle-free file with "
+                       "skinflint.importers.sklearn_json.to_json(estimator, path) and import it with "
+                       "--from sklearn-json, or call skinflint.importers.from_sklearn(estimator, costs) "
+                       "and skinflint.ir.save the model")
+    if args.source == "sklearn-json":
+        if args.raw_margin:
+            raise CLIError("--raw-margin: scikit-learn tree models need no raw-margin import")
+        m = from_sklearn_json(args.model, args.costs)
+    else:
+        importer = {"lightgbm": from_lightgbm, "xgboost": from_xgboost}[args.source]
+        m = importer(args.model, args.costs, raw_margin=args.raw_margin)
     save(m, args.output)
     n = m.nodes[0]
     print(f"{args.output}: {n.n_trees} trees, {m.n_features} features, static cost {m.static_cost():.6g}; "
@@ -219,13 +230,16 @@ def build_parser():
                    help="onnx only: exact (bit-exact scores, per-row cost, stage, budget input; "
                         "the default) or fast (one summed tree ensemble: predictions only)")
     s.set_defaults(func=cmd_compile)
-    s = sub.add_parser("import", help="import a LightGBM or XGBoost model with feature costs",
-                       description="Convert a LightGBM text model or an XGBoost JSON/UBJSON model "
-                                   "into a skinflint model (JSON) with the given feature costs, ready "
-                                   "for compile and verify (docs/importers.md).  scikit-learn models "
-                                   "import from Python only (no pickle here).")
+    s = sub.add_parser("import", help="import a LightGBM, XGBoost or scikit-learn model with feature costs",
+                       description="Convert a LightGBM text model, an XGBoost JSON/UBJSON model or a "
+                                   "scikit-learn tree model written as sklearn-json "
+                                   "(skinflint.importers.sklearn_json.to_json; never a pickle) into a "
+                                   "skinflint model (JSON) with the given feature costs, ready for "
+                                   "compile and verify (docs/importers.md).")
     s.add_argument("model", help="the source model file")
-    s.add_argument("--from", dest="source", required=True, choices=["lightgbm", "xgboost"])
+    s.add_argument("--from", dest="source", required=True,
+                   choices=["lightgbm", "xgboost", "sklearn-json", "sklearn"],
+                   help="the source format ('sklearn' only explains why pickles are refused)")
     s.add_argument("--costs", help="cost CSV (name,cost,group); default: every feature costs 1")
     s.add_argument("--raw-margin", action="store_true",
                    help="import an objective whose output transform the IR lacks as its raw margin")

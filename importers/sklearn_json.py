@@ -1,0 +1,187 @@
+"""sklearn-json: a pickle-free file of a fitted scikit-learn tree model.
+
+scikit-learn saves estimators only with pickle, which runs code when it
+loads, so ``skinflint import`` never reads a pickle.  ``to_json(est, path)``
+(Python, with scikit-learn) writes what the importer needs of a tree-family
+estimator (decision tree, random forest, extra trees, gradient boosting,
+histogram gradient boosting) as plain JSON; ``from_sklearn_json(path,
+costs)`` (no scikit-learn needed) reads it back into the same model
+``from_sklearn`` makes, and the command line takes it with ``skinflint
+import FILE --from sklearn-json``.  Linear models and kernel machines have
+no sklearn-json: import them with ``from_sklearn`` and save the IR.
+
+The format (version 1), one JSON object::
+
+    {"format": "skinflint-sklearn-json", "version": 1,
+     "estimator": "RandomForestClassifier", "n_features": F,
+     "feature_names": [...] or null,
+     "task": {"kind": "regression" | "binary" | "multiclass", "n_outputs": K,
+              "classes": [...], "transform": "identity" | "logistic" | "softmax"},
+     "base_score": [K doubles], "divisor": d,
+     "trees": [{"feature": [M ints, -1 at leaves],
+                "threshold": [M doubles: go left when double(x) <= threshold;
+                              "inf" / "-inf" where scikit-learn's is infinite],
+                "left": [M], "right": [M] (-1 at leaves),
+                "missing_left": [M bools: where NaN goes],
+                "value": [M * K doubles, row-major]}, ...]}
+
+Trees are in scikit-learn's summation order; the margin is ``(base_score +
+v_0 + v_1 + ...) / divisor`` in double.  Doubles are written with Python's
+shortest round-trip repr, so they read back bit for bit.
+"""
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+
+from ..ir import builders
+from ..ir.arrays import bool_array, float64_array, int_array, scalar_float, scalar_int
+from ..ir.errors import IRError
+from ..ir.json_io import MAX_FILE_BYTES
+from ._common import resolve_costs
+from .sklearn import raw_trees, tree_dict, tree_model
+
+FORMAT = "skinflint-sklearn-json"
+VERSION = 1
+MAX_TREES = 1 << 20
+
+
+def _py(v):
+    return v.item() if isinstance(v, np.generic) else v
+
+
+def _thresholds_out(t):
+    """Doubles, infinite ones as "inf" / "-inf" (scikit-learn sends a NaN-only
+    side with an infinite threshold; JSON has no infinity)."""
+    if np.isnan(t).any():
+        raise ValueError("a NaN threshold cannot be written")
+    return [v if np.isfinite(v) else ("inf" if v > 0 else "-inf") for v in t.tolist()]
+
+
+def _thresholds_in(value, field, M):
+    """Thresholds back: numbers (finite) or the strings "inf" / "-inf"."""
+    if not isinstance(value, list):
+        raise IRError(f"{field}: expected a list, got {type(value).__name__}")
+    inf = {"inf": np.inf, "-inf": -np.inf}
+    is_inf = [isinstance(v, str) and v in inf for v in value]
+    out = np.array(float64_array([0.0 if b else v for v, b in zip(value, is_inf)], field, length=M))
+    for i in np.flatnonzero(is_inf):
+        out[i] = inf[value[i]]
+    return out
+
+
+def to_dict(est) -> dict:
+    """The sklearn-json object of a fitted tree-family estimator."""
+    from sklearn.utils.validation import check_is_fitted
+    check_is_fitted(est)
+    got = raw_trees(est)
+    if got is None:
+        raise ValueError(f"sklearn-json holds tree models (decision trees, forests, (hist) gradient "
+                         f"boosting), not {type(est).__name__}; import it in Python with "
+                         "skinflint.importers.from_sklearn and save the model with skinflint.ir.save")
+    trees, base, task, divisor = got
+    names = [str(n) for n in getattr(est, "feature_names_in_", [])] or None
+    return {"format": FORMAT, "version": VERSION, "estimator": type(est).__name__,
+            "n_features": int(est.n_features_in_), "feature_names": names,
+            "task": {"kind": task.kind, "n_outputs": task.n_outputs,
+                     "classes": [_py(c) for c in task.classes], "transform": task.transform},
+            "base_score": np.asarray(base, np.float64).tolist(), "divisor": float(divisor),
+            "trees": [{"feature": t["feature"].tolist(), "threshold": _thresholds_out(t["threshold"]),
+                       "left": t["left"].tolist(), "right": t["right"].tolist(),
+                       "missing_left": t["missing_left"].tolist(),
+                       "value": t["value"].ravel().tolist()} for t in trees]}
+
+
+def to_json(est, path=None) -> str:
+    """sklearn-json text of ``est``; written to ``path`` too when given."""
+    text = json.dumps(to_dict(est), allow_nan=False)
+    if path is not None:
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(text)
+    return text
+
+
+def _read(source):
+    if isinstance(source, dict):
+        return source
+    if isinstance(source, (str, os.PathLike)) and not str(source).lstrip().startswith("{"):
+        if not os.path.exists(source):
+            raise FileNotFoundError(f"{os.fspath(source)}: no such sklearn-json file")
+        if os.path.getsize(source) > MAX_FILE_BYTES:
+            raise IRError(f"(file): larger than {MAX_FILE_BYTES} bytes")
+        with open(source, "rb") as fh:
+            source = fh.read()
+    try:
+        return json.loads(source, parse_constant=_reject_constant)
+    except IRError:
+        raise
+    except RecursionError:
+        raise IRError("(file): JSON nested too deeply") from None
+    except ValueError as e:
+        raise IRError(f"(file): not valid JSON ({e})") from None
+
+
+def _reject_constant(name):
+    raise IRError(f"(file): {name} is not allowed; sklearn-json needs finite numbers")
+
+
+def _field(d, key, where):
+    if not isinstance(d, dict):
+        raise IRError(f"{where}: expected an object")
+    if key not in d:
+        raise IRError(f"{where}.{key}: missing" if where else f"{key}: missing")
+    return d[key]
+
+
+def from_sklearn_json(source, costs=None):
+    """The model of an sklearn-json file (path, JSON text or dict): the same
+    as ``from_sklearn`` of the estimator it was written from.  A malformed
+    file raises ``IRError`` naming the field."""
+    d = _read(source)
+    if not isinstance(d, dict) or d.get("format") != FORMAT:
+        raise IRError(f"format: expected {FORMAT!r}; write the file with "
+                      "skinflint.importers.sklearn_json.to_json(estimator, path)")
+    if d.get("version") != VERSION or isinstance(d.get("version"), bool):
+        raise IRError(f"version: unknown version {d.get('version')!r}; this skinflint reads version {VERSION}")
+    F = scalar_int(_field(d, "n_features", ""), "n_features", low=1, high=1 << 24)
+    names = d.get("feature_names")
+    if names is not None and (not isinstance(names, list) or len(names) != F
+                              or not all(isinstance(n, str) for n in names)):
+        raise IRError(f"feature_names: expected null or {F} strings")
+    t = _field(d, "task", "")
+    kind, K = _field(t, "kind", "task"), scalar_int(_field(t, "n_outputs", "task"), "task.n_outputs",
+                                                    low=1, high=1 << 16)
+    classes, transform = t.get("classes", []), t.get("transform", "identity")
+    if not isinstance(classes, list):
+        raise IRError("task.classes: expected a list")
+    task = {"regression": lambda: builders.regression_task(K),
+            "binary": lambda: builders.binary_task(tuple(classes), transform=transform),
+            "multiclass": lambda: builders.multiclass_task(tuple(classes), transform=transform)}.get(kind)
+    if task is None:
+        raise IRError(f"task.kind: unknown kind {kind!r}; expected regression, binary or multiclass")
+    task = task()
+    if task.n_outputs != K:
+        raise IRError(f"task.n_outputs: {K}, but the classes give {task.n_outputs}")
+    base = float64_array(_field(d, "base_score", ""), "base_score", length=K)
+    divisor = scalar_float(d.get("divisor", 1.0), "divisor")
+    if not divisor > 0:
+        raise IRError(f"divisor: {divisor!r} must be > 0")
+    trees = _field(d, "trees", "")
+    if not isinstance(trees, list) or not trees or len(trees) > MAX_TREES:
+        raise IRError(f"trees: expected a list of 1 to {MAX_TREES} trees")
+    raw = []
+    for i, tr in enumerate(trees):
+        w = f"trees[{i}]"
+        feature = int_array(_field(tr, "feature", w), f"{w}.feature", low=-1, high=F)
+        M = feature.shape[0]
+        raw.append({"feature": feature.astype(np.int64),
+                    "threshold": _thresholds_in(_field(tr, "threshold", w), f"{w}.threshold", M),
+                    "left": int_array(_field(tr, "left", w), f"{w}.left", length=M, low=-1, high=M).astype(np.int64),
+                    "right": int_array(_field(tr, "right", w), f"{w}.right", length=M, low=-1, high=M).astype(np.int64),
+                    "missing_left": bool_array(_field(tr, "missing_left", w), f"{w}.missing_left", length=M),
+                    "value": float64_array(_field(tr, "value", w), f"{w}.value", length=M * K).reshape(M, K)})
+    fc = resolve_costs(costs, F, names)
+    info = {"library": "sklearn", "estimator": str(d.get("estimator", "")), "via": "sklearn-json"}
+    return tree_model([tree_dict(r) for r in raw], fc, task, base, divisor, info)
