@@ -33,3 +33,15 @@ def same_bits64(a, b):
     b = np.ascontiguousarray(b)
     return (a.dtype == b.dtype == np.float64 and a.shape == b.shape
             and np.array_equal(a.view(np.uint64), b.view(np.uint64)))
+
+
+def proba_bound(scores, n_proba):
+    """|IR probability - the source's own float64 transform| per row: the
+    IR rounds each margin to float32 (moving any probability by at most
+    2 max_k|m_k| u, the softmax / logistic slope being <= 1), then its
+    float32 transform errs by the subtraction from the max (u |s_k - max|
+    times p_k <= 1), expf (2 ulp), the K-term sum (K u), the division and
+    1 - p (2 u); the source's double transform errs by far less than u.
+    u = 2^-24.  docs/importers.md."""
+    u = 2.0 ** -24
+    return u * (2 * np.abs(np.asarray(scores, np.float64)).max(1, keepdims=True) + n_proba + 6)

@@ -15,7 +15,7 @@ from skinflint.ir import FeatureCosts  # noqa: E402
 from skinflint.runtimes.reference import ReferenceRuntime  # noqa: E402
 from skinflint.verify import verify  # noqa: E402
 
-from ._rows import check_rows, data, same_bits64  # noqa: E402
+from ._rows import check_rows, data, proba_bound, same_bits64  # noqa: E402
 
 X, Y_BIN, Y_REG, Y_3 = data()
 BASE = {"num_leaves": 8, "verbose": -1, "num_threads": 1, "min_data_in_leaf": 5}
@@ -47,6 +47,10 @@ def check_against_lightgbm(b, m, R):
     if m.task.kind != "regression":                 # labels on every row
         lab = (raw[:, 0] > 0) if m.task.kind == "binary" else raw.argmax(1)
         assert np.array_equal(np.asarray(pred.output, np.int64), np.asarray(lab, np.int64))
+    if pred.proba is not None:                      # the bound against LightGBM's own transform
+        src = b.predict(R).reshape(len(R), -1)
+        src = np.concatenate([1 - src, src], 1) if src.shape[1] == 1 else src
+        assert np.all(np.abs(pred.proba - src) <= proba_bound(scores, src.shape[1]))
     return scores, raw
 
 

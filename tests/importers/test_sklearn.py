@@ -14,7 +14,7 @@ from skinflint.ir import FeatureCosts
 from skinflint.runtimes.reference import ReferenceRuntime
 from skinflint.verify import verify
 
-from ._rows import check_rows, data, same_bits64
+from ._rows import check_rows, data, proba_bound, same_bits64
 
 X, Y_BIN, Y_REG, Y_3 = data(n=300)
 XF = np.nan_to_num(X)          # for estimators that refuse NaN
@@ -69,6 +69,9 @@ def test_parity_with_sklearn(est, Xt, y, mode):
         assert same_bits64(pred.scores, want)
         if hasattr(est, "classes_"):
             assert np.array_equal(pred.output, est.predict(R))
+        if pred.proba is not None:                  # the bound against scikit-learn's own transform
+            src = est.predict_proba(R)
+            assert np.all(np.abs(pred.proba - src) <= proba_bound(pred.scores, src.shape[1]))
         if mode == "verify":
             rep = verify(m, Xt[:48])
             assert rep.ok, rep.table()
