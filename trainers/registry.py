@@ -100,7 +100,8 @@ TRAINERS = {s.name: s for s in [
     TrainerSpec("gbrt", "GBRT", GreedyMiserClassifier, GreedyMiserRegressor, "cost_tradeoff",
                 (0.0,), fixed=dict(cost_tradeoff=0.0), test_params=_FAST_TREES),
     TrainerSpec("greedy-miser", "Greedy Miser", GreedyMiserClassifier, GreedyMiserRegressor,
-                "cost_tradeoff", (1e-4, 3e-4, 1e-3, 3e-3, 1e-2), test_params=_FAST_TREES, cost_power=-1),
+                "cost_tradeoff", (1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2), test_params=_FAST_TREES,
+                cost_power=-1),
     # thesis §2.1.4's "stage-wise regression feature subsets": GBRT on the
     # features costing at most the threshold (grid in Yahoo's cost values)
     TrainerSpec("feature-subset", "Feature-subset GBRT", GreedyMiserClassifier, GreedyMiserRegressor,
@@ -116,7 +117,7 @@ TRAINERS = {s.name: s for s in [
                 (0.04, 0.02, 0.01, 0.005, 0.0025),
                 test_params=dict(max_depth=2, max_cycles=2, cost_reweight_rounds=1), choose_rounds=False,
                 cost_power=-1),
-    TrainerSpec("astc", "ASTC", ASTCClassifier, ASTCRegressor, "budget", (4.0, 8.0, 16.0, 32.0, 64.0),
+    TrainerSpec("astc", "ASTC", ASTCClassifier, ASTCRegressor, "budget", (1.0, 2.0, 4.0, 8.0, 16.0, 32.0),
                 test_params=dict(max_depth=2), choose_rounds=False, cost_power=1),
     # AFR is one anytime model: its own curve is AFRClassifier.anytime_curve
     TrainerSpec("afr", "AFR", AFRClassifier, None, "lambda0", (0.1,), choose_rounds=False,
