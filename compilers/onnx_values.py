@@ -360,9 +360,6 @@ def fast_scores(tab: Tables, g: Graph, tree_op):
     forest per output (a leaf casts one vote), plus the base score."""
     if tab.top_kind != KIND_TREES:
         raise ValueError("mode='fast' needs a model whose output is a tree bank")
-    if tab.top_f64:
-        raise ValueError("mode='fast' sums float32 votes in onnxruntime's order; a float64 tree bank "
-                         "needs mode='exact' (float64 leaves summed in bank order)")
     n = tab.top
     K = int(tab.node_width[n])
     trees = np.arange(tab.node_first[n], tab.node_first[n] + tab.node_count[n])
@@ -371,4 +368,12 @@ def fast_scores(tab: Tables, g: Graph, tree_op):
         np.full(nodes.size, k), tab.leaf_value[tab.tn_value[nodes] + k])) for k in range(K)])
     with g.scope("value/fast", root=True):
         total = tree_ensemble(g, "X", forest, K, tree_op)
-        return g.op("Add", total, g.const(tab.bias[tab.node_bias[n]: tab.node_bias[n] + K][None]))
+        if not tab.top_f64:
+            return g.op("Add", total, g.const(tab.bias[tab.node_bias[n]: tab.node_bias[n] + K][None]))
+        # a float64 bank: its leaves voted as float32 (rounded), the sum is
+        # widened, the float64 base added and the divisor applied; scores
+        # are float64 but only near the exact ones (docs/numerics.md)
+        total = g.op("Add", g.cast(total, TensorProto.DOUBLE),
+                     g.const(tab.bias64[tab.node_bias[n]: tab.node_bias[n] + K][None]))
+        d = float(tab.node_div[n])
+        return total if d == 1 else g.op("Div", total, g.const(np.float64(d)))

@@ -90,3 +90,22 @@ def test_divisor_needs_float64():
         ir.from_dict(d)
     with pytest.raises(ir.IRError, match="unknown precision"):
         builders.trees_from_arrays([-1], [0.0], [-1], [-1], [1.0], precision="double")
+
+
+def test_onnx_fast_mode_on_a_float64_bank_is_near_the_exact_scores():
+    """Fast mode votes float32-rounded leaves summed in onnxruntime's order:
+    each leaf rounds once (u |v|) and each of the T additions once (u times
+    a partial sum <= sum |v|), so |fast - exact| <= (2T + 1) u sum|v| / d
+    with u = 2^-24 (the float64 base and division add far less)."""
+    import onnxruntime as ort
+
+    from skinflint.compilers.onnx import compile_onnx
+    trees, m = _bank("float64", divisor=7.0)
+    X = np.random.default_rng(3).normal(size=(200, 3)).astype(np.float32)
+    sess = ort.InferenceSession(compile_onnx(m, mode="fast").SerializeToString(),
+                                providers=["CPUExecutionProvider"])
+    fast = sess.run(["scores"], {"X": X})[0]
+    exact = ReferenceRuntime(m).predict(X).scores
+    assert fast.dtype == np.float64
+    T, total = len(trees), sum(np.abs(t["value"]).max() for t in trees)
+    assert np.all(np.abs(fast - exact) <= (2 * T + 1) * 2.0 ** -24 * total / 7.0)
