@@ -6,6 +6,7 @@ import pytest
 
 from skinflint import ir
 from skinflint.datasets import make_quadrant
+from skinflint.ir.feature_costs import FeatureCosts
 from skinflint.ir.json_io import to_json
 from skinflint.runtimes.reference import predict
 from skinflint.trainers._soft_tree_kernels import f32_margins, greedy_select
@@ -71,6 +72,69 @@ def test_budget_prefix_and_skip_rules():
     inh = np.array([True, False, False])
     got, _, spent = greedy_select(*args, np.zeros(3, bool), inh, 0.0, False, 3, 1e-10)
     assert list(got) == [0] and spent == 0.0
+
+
+def test_plain_gain_greedy_fills_the_budget_where_the_ratio_prefix_stops():
+    """Eq. (7) takes the cheap weak column first and then cannot afford the
+    strong one (G<T> stops at 1 of 5.5); the plain-gain greedy takes the strong
+    one, and greedy="both" keeps the set with the larger R^2 (eq. (8))."""
+    rng = np.random.default_rng(1)
+    n = 400
+    X = rng.normal(size=(n, 2))
+    y = X[:, 0] + 0.7 * X[:, 1]                  # R^2 shares about 0.67 / 0.33
+    Xc, yc = np.ascontiguousarray(X - X.mean(0)), y - y.mean()
+    items = CostItems(np.array([5.0, 1.0]), np.eye(2))
+    args = (Xc, yc, items.col_ptr, items.col_items, items.cost)
+    by_ratio, _, spent_r = greedy_select(*args, np.zeros(2, bool), np.zeros(2, bool), 5.5, False, 2,
+                                         1e-10, True)
+    by_gain, _, spent_g = greedy_select(*args, np.zeros(2, bool), np.zeros(2, bool), 5.5, False, 2,
+                                        1e-10, False)       # fresh "paid": the kernel updates it
+    assert list(by_ratio) == [1] and spent_r == 1.0       # 0.33 / 1 beats 0.67 / 5; then 6 > 5.5
+    assert list(by_gain) == [0] and spent_g == 5.0        # 0.67 fits; then 6 > 5.5, passed over
+    w = np.ones(n)
+    assert _weighted_r2(X, y, w, [0]) > _weighted_r2(X, y, w, [1])
+    for greedy, want in (("ratio", [1]), ("both", [0])):
+        est = ASTCRegressor(budget=5.5, max_depth=1, greedy=greedy, feature_costs=[5.0, 1.0]).fit(X, y)
+        assert est.tree_.scorer[0].cols.tolist() == want
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_greedy_both_keeps_the_better_feasible_set(seed):
+    """On random grouped problems, greedy="both" picks a set within budget
+    whose R^2 (an independent lstsq refit) is the larger of the two greedy
+    runs' sets."""
+    rng = np.random.default_rng(seed)
+    n, F = 150, 7
+    X = rng.normal(size=(n, F)) @ rng.normal(size=(F, F))
+    y = X @ rng.normal(size=F) + rng.normal(size=n)
+    fc = rng.choice([0.5, 1.0, 3.0, 6.0], size=F)
+    fg = np.array([-1, 0, 0, 0, 1, 1, -1])
+    gc = np.array([4.0, 2.0])
+    budget = float(rng.uniform(2, 12))
+    sets = {}
+    for greedy in ("ratio", "both"):
+        est = ASTCRegressor(budget=budget, max_depth=1, greedy=greedy, feature_costs=fc,
+                            feature_groups=fg, group_costs=gc).fit(X, y)
+        cols = est.tree_.scorer[0].cols
+        used = np.zeros(F, bool)
+        used[cols] = True
+        cost = fc[used].sum() + gc[np.unique(fg[used][fg[used] >= 0])].sum()
+        assert cost <= budget
+        sets[greedy] = _weighted_r2(X, y, np.ones(n), list(cols))
+    items = CostItems.from_features(FeatureCosts.from_arrays(fc, fg, gc))
+    Xc, yc = np.ascontiguousarray(X - X.mean(0)), y - y.mean()
+    by_gain, _, _ = greedy_select(Xc, yc, items.col_ptr, items.col_items, items.cost,
+                                  np.zeros(items.cost.size, bool), np.zeros(F, bool), budget, True,
+                                  F, 1e-10, False)
+    gain_r2 = _weighted_r2(X, y, np.ones(n), list(by_gain))
+    # both refits are double-precision lstsq on the same well-conditioned data
+    assert sets["both"] >= max(sets["ratio"], gain_r2) - 1e-9
+
+
+def test_greedy_parameter_checked():
+    X, y, costs = _grouped()
+    with pytest.raises(ValueError, match="greedy must be one of"):
+        ASTCClassifier(budget=3, greedy="lasso", **costs).fit(X, y)
 
 
 def test_node_budgets_shapes():
