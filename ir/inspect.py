@@ -35,7 +35,8 @@ def describe_node(model, i) -> str:
         depth = tree_depths(n)
         per = features_per_tree(n)
         lines = [f"{head}: {n.n_trees} trees, {n.feature.shape[0]} tree nodes, "
-                 f"max depth {depth.max()}, K={n.n_outputs}, tree cost {n.tree_cost.sum():g}"]
+                 f"max depth {depth.max()}, K={n.n_outputs}, tree cost {n.tree_cost.sum():g}"
+                 + (f", float64 sum / {n.divisor:g}" if n.is_float64 else "")]
         show = range(n.n_trees) if n.n_trees <= 10 else list(range(5)) + [n.n_trees - 1]
         for t in show:
             lines.append(f"      tree {t}: depth {depth[t]}, features {{{_names(model, per[t])}}}")
