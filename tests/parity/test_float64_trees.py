@@ -109,3 +109,18 @@ def test_onnx_fast_mode_on_a_float64_bank_is_near_the_exact_scores():
     assert fast.dtype == np.float64
     T, total = len(trees), sum(np.abs(t["value"]).max() for t in trees)
     assert np.all(np.abs(fast - exact) <= (2 * T + 1) * 2.0 ** -24 * total / 7.0)
+
+
+@pytest.mark.parametrize("target", ["host-asan-ubsan", "aarch64", "armhf", "cortex-m4f", "cortex-m0"])
+def test_float64_banks_on_every_c_target(target):
+    """Double sums on hard-float, single-precision-FPU (Cortex-M4F: doubles in
+    software) and soft-float (Cortex-M0) targets equal the reference's."""
+    from skinflint.runtimes.c import CRuntime
+    from skinflint.runtimes.c_targets import target_available
+    ok, why = target_available(target)
+    if not ok:
+        pytest.skip(why)
+    for m in [_bank("float64", divisor=7.0)[1]] + [with_float64_banks(random_model(s)) for s in SEEDS[:4]]:
+        report = verify(m, runtimes=[CRuntime(m, target=target), CRuntime(m, api="lazy", target=target)],
+                        max_rows=400)
+        assert report.ok, report.table()
