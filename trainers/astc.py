@@ -4,14 +4,17 @@ The tree is built top-down in BFS order (Alg. 1).  Each node greedily picks
 columns by R^2 gain per unit of new cost (eq. (7), (8), with the fast
 Gram-Schmidt gain of eq. (9)-(11), ``_soft_tree_kernels.greedy_select``),
 within its new-cost budget B_k: columns an ancestor uses are free and taken
-first, the greedy sequence stops at its largest feasible prefix G<T>.  By
-default (``greedy="both"``) the node also runs the plain-gain greedy within
-B_k and keeps whichever of the two column sets has the larger R^2 = z_k of
-eq. (8).  Theorem 2.2 compares G<T> with the best set of G<T>'s own cost T,
-which can be far below B_k (on Spambase a root budget of 6.5 stopped at 2.5);
-for a submodular set function the better of the two runs is within
-(1 - 1/e)/2 of the best set of cost B_k (Leskovec et al. 2007, CELF).  z_k is
-only approximately submodular, so that bound is a guide here (docs/trees.md).  The
+first, the greedy sequence stops at its largest feasible prefix G<T>.  With
+``greedy="both"`` the node also runs the plain-gain greedy within B_k and
+keeps whichever of the two column sets has the larger R^2 = z_k of eq. (8).
+Theorem 2.2 compares G<T> with the best set of G<T>'s own cost T, which can
+be far below B_k (on Spambase a root budget of 6.5 stopped at 2.5); for a
+submodular set function the better of the two runs is within (1 - 1/e)/2 of
+the best set of cost B_k (Leskovec et al. 2007, CELF).  z_k is only
+approximately submodular, so that bound is a guide here.  "both" suits
+budgets that are targets (CSTC's per-node costs, ``node_budgets_from``); the
+default "ratio" (the paper) gives the better cost/accuracy curve when one
+budget is the cost knob for every node (docs/trees.md).  The
 node's classifier is the weighted least-squares fit on its columns; an
 internal node's threshold sends half of its (weighted) rows each way
 (Fig. 2), placed between distinct IR-exact float32 margins.  Hard mode
@@ -34,7 +37,7 @@ from .tree_ir import HardTree, Scorer, place_threshold, tie_aware_split
 
 MODES = ("hard", "soft")
 RULES = ("prefix", "skip")
-GREEDY = ("both", "ratio")
+GREEDY = ("ratio", "both")
 
 
 def node_budgets(budget, max_depth) -> np.ndarray:
@@ -97,11 +100,13 @@ class _ASTCMixin(_TreeIR):
     budget_rule : {"prefix", "skip"} ["prefix"]
         "prefix": stop at the first best column that does not fit (G<T> of
         Theorem 2.2); "skip": pass over it and go on (an extension).
-    greedy : {"both", "ratio"} ["both"]
+    greedy : {"ratio", "both"} ["ratio"]
         "ratio": eq. (7) only (the paper's Alg. 1).  "both": also run the
         greedy on gain alone among the columns that fit the budget, and keep
         the column set with the larger R^2 (eq. (8)); ties keep eq. (7)'s.
-        Guards against G<T> stopping far below the budget (docs/trees.md).
+        Guards against G<T> stopping far below a per-node budget that is a
+        target (the matched-budget protocol); with one budget as the cost
+        knob it spends more for less on Spambase (docs/trees.md).
     min_samples_split : int [20]
         A node with fewer (hard) rows becomes a leaf.
     bank : ir TreesNode or None [None]
@@ -116,7 +121,7 @@ class _ASTCMixin(_TreeIR):
     """
 
     def __init__(self, *, budget=16.0, max_depth=5, mode="hard", soft_steepness=4.0,
-                 budget_rule="prefix", greedy="both", min_samples_split=20, bank=None,
+                 budget_rule="prefix", greedy="ratio", min_samples_split=20, bank=None,
                  feature_costs=None, feature_groups=None, group_costs=None, feature_names=None,
                  group_names=None, random_state=None):
         self.budget = budget
