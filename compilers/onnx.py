@@ -25,7 +25,8 @@ only (no custom ops, no per-row Loop or If):
 
 Outputs: ``label`` and ``probabilities`` (classifiers; probabilities only
 with a logistic / softmax transform) or ``variable`` (regression), then
-``scores`` [N, K] float32, ``cost`` [N] float64, ``stage`` [N] int64 and
+``scores`` [N, K] float32 (float64 when the output is a float64 tree bank:
+docs/numerics.md), ``cost`` [N] float64, ``stage`` [N] int64 and
 ``features_used`` [N, F] bool.  Inputs: ``X`` [N, F] float32 and, unless
 ``budget=False``, ``budget`` [N] float64 (+inf for no limit).
 
