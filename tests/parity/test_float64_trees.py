@@ -63,6 +63,16 @@ def test_float32_models_keep_version_1_and_their_bytes():
     assert np.array_equal(back.nodes[0].value, m64.nodes[0].value) and ir.to_json(back) == ir.to_json(m64)
 
 
+@pytest.mark.parametrize("seed", SEEDS[:10])
+def test_float64_models_round_trip_bit_for_bit(seed):
+    m = with_float64_banks(random_model(seed))
+    back = ir.from_json(ir.to_json(m))
+    assert ir.to_json(back) == ir.to_json(m) and back.hash() == m.hash()
+    for a, b in zip(m.nodes, back.nodes):
+        if a.kind == "trees":
+            assert b.value.dtype == np.float64 and np.array_equal(a.value.view(np.uint64), b.value.view(np.uint64))
+
+
 @pytest.mark.parametrize("edit,field,match", [
     (lambda d: d["nodes"][0].update(precision="float16"), "nodes[0].precision", "unknown precision"),
     (lambda d: d["nodes"][0].update(precision=64), "nodes[0].precision", "unknown precision"),
