@@ -14,6 +14,7 @@ _LAZY = {
     "from_lightgbm": ("skinflint.importers", "from_lightgbm"),
     "from_xgboost": ("skinflint.importers", "from_xgboost"),
     "from_sklearn": ("skinflint.importers", "from_sklearn"),
+    "from_sklearn_json": ("skinflint.importers", "from_sklearn_json"),
     "GreedyMiserClassifier": ("skinflint.trainers", "GreedyMiserClassifier"),
     "GreedyMiserRegressor": ("skinflint.trainers", "GreedyMiserRegressor"),
     "EarlyExitClassifier": ("skinflint.trainers", "EarlyExitClassifier"),
