@@ -34,21 +34,27 @@ def _wide(a, b) -> bool:
 
 def ulp_distance(a, b) -> np.ndarray:
     """Float32 steps between a and b (float64 steps when either is float64:
-    a float64 bank's scores); 0 when both are NaN, huge when one is."""
+    a float64 bank's scores); 0 when both are NaN, huge when one is.
+
+    The bit patterns are mapped to integers ordered like the floats (a
+    negative float's magnitude bits negated) and subtracted exactly as
+    unsigned 64-bit integers: going through float64 would round float64 step
+    counts past 2**53 and call values 1 or 2 ulp apart equal."""
     if _wide(a, b):
-        ft, it, mask, huge = np.float64, np.int64, 0x7FFFFFFFFFFFFFFF, 2**62
+        ft, it, mask = np.float64, np.int64, 0x7FFFFFFFFFFFFFFF
     else:
-        ft, it, mask, huge = np.float32, np.int32, 0x7FFFFFFF, 2**32
+        ft, it, mask = np.float32, np.int32, 0x7FFFFFFF
+    huge = 2**62 if ft is np.float64 else 2**32
     a = np.asarray(a, ft)
     b = np.asarray(b, ft)
     ia = a.view(it).astype(np.int64)
     ib = b.view(it).astype(np.int64)
     ia = np.where(ia < 0, -(ia & mask), ia)
     ib = np.where(ib < 0, -(ib & mask), ib)
-    # float64 steps can exceed int64 between far-apart values: saturate
-    with np.errstate(over="ignore"):
-        d = np.abs(ia - ib) if ft is np.float32 else np.minimum(
-            np.abs(ia.astype(np.float64) - ib.astype(np.float64)), float(huge)).astype(np.int64)
+    # the difference of two such int64s fits in uint64; wrap-around there is exact
+    ua, ub = ia.view(np.uint64), ib.view(np.uint64)
+    d = np.where(ia >= ib, ua - ub, ub - ua)
+    d = np.minimum(d, np.uint64(huge)).astype(np.int64)   # far-apart float64s saturate
     na, nb = np.isnan(a), np.isnan(b)
     return np.where(na & nb, 0, np.where(na | nb, huge, d))
 
