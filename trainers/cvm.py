@@ -35,7 +35,8 @@ import numpy as np
 from .. import ir
 from .gradient_svs import lars_select, move_support_vectors, prefix_order, ridge_refit
 from .kernel_math import kernel_matrix
-from .kernel_svm import KernelEstimator, KernelSVMClassifier, _WrapsSVM, kernel_node, svm_task, transform
+from .kernel_svm import (KernelEstimator, KernelSVMClassifier, _WrapsSVM, kernel_node, svm_task, transform,
+                         unfrozen)
 
 DEFAULT_C = (1.0, 10.0, 100.0)
 
@@ -113,10 +114,12 @@ class _CompressedSVM(_WrapsSVM, KernelEstimator):
         """The SVM to compress: ``svm`` (a fitted KernelSVMClassifier, used
         as is) or a new rbf one with this estimator's C / gamma grid."""
         if self.svm is not None:
-            svm = self.svm
+            svm = unfrozen(self.svm)
             if not isinstance(svm, KernelSVMClassifier) or not hasattr(svm, "support_vectors_"):
                 raise ValueError("svm must be a fitted KernelSVMClassifier (import an sklearn SVC "
-                                 "with KernelSVMClassifier.from_svc)")
+                                 "with KernelSVMClassifier.from_svc); wrap it in "
+                                 "sklearn.frozen.FrozenEstimator where it will be cloned "
+                                 "(GridSearchCV, cost_accuracy_curve), which otherwise unfits it")
             if svm.n_features_in_ != X.shape[1]:
                 raise ValueError(f"svm was fitted on {svm.n_features_in_} features, X has {X.shape[1]}")
             if not np.array_equal(np.asarray(svm.classes_), np.unique(y)):
@@ -216,7 +219,8 @@ class CVMClassifier(_CompressedSVM):
         The full SVM's parameters; sequences are a grid chosen on a
         validation split (thesis §4.5).  Ignored when ``svm`` is given.
     svm : KernelSVMClassifier, optional
-        A fitted rbf full SVM to compress (shares its standardisation).
+        A fitted rbf full SVM to compress (shares its standardisation); in
+        ``sklearn.frozen.FrozenEstimator`` where the estimator is cloned.
     lars_target : {"labels", "predictions"}, default "labels"
         LARS target: ``y - b`` (thesis eq. 4.7) or the full predictions.
     init : {"lars", "random"}, default "lars"

@@ -92,6 +92,18 @@ def kernel_node(support_vectors, alpha, bias, features, *, kernel, gamma, coef0=
                      sv_cost=np.full(S, float(sv_cost)), name=name, **kw)
 
 
+def unfrozen(svm):
+    """A full SVM passed as ``svm=``, unwrapped from scikit-learn's
+    ``FrozenEstimator`` (which ``clone``, hence ``GridSearchCV`` and
+    ``cost_accuracy_curve``, keeps fitted; a bare fitted estimator is cloned
+    unfitted)."""
+    try:
+        from sklearn.frozen import FrozenEstimator
+    except ImportError:      # scikit-learn < 1.6
+        return svm
+    return svm.estimator if isinstance(svm, FrozenEstimator) else svm
+
+
 def class_targets(idx, n_classes):
     """±1 targets [N, K'] for class indices: one column (classes_[1] is +1)
     for binary, one-vs-rest columns for multiclass."""

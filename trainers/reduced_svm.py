@@ -21,7 +21,7 @@ from .. import ir
 from .cvm import n_vectors
 from .kernel_math import kernel_matrix
 from .kernel_svm import (KernelEstimator, KernelSVMClassifier, _WrapsSVM, class_targets, kernel_node,
-                         svm_task, transform)
+                         svm_task, transform, unfrozen)
 
 
 def candidate_gains(Kc, Kcc, KcJ_beta, y, out, C, newton_steps=8):
@@ -265,7 +265,7 @@ class ReducedSVMClassifier(_WrapsSVM, KernelEstimator):
         if int(self.n_candidates) < 1:
             raise ValueError(f"n_candidates must be >= 1, got {self.n_candidates!r}")
         self._costs = self._cost_spec(X.shape[1])
-        svm = self.svm
+        svm = unfrozen(self.svm)
         needs_full = svm is None and not (isinstance(self.n_support_vectors, (int, np.integer))
                                           and np.ndim(self.C) == 0)
         if svm is None and needs_full:

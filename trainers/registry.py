@@ -71,6 +71,9 @@ class TrainerSpec:
 
     def scaled_grid(self, mean_cost: float = 1.0) -> tuple:
         """The grid for features of mean cost ``mean_cost``."""
+        if self.cost_power and not mean_cost > 0:
+            raise ValueError(f"scaled_grid: the mean feature cost must be > 0 to scale {self.sweep!r}, "
+                             f"got {mean_cost!r}")
         return tuple(g * mean_cost ** self.cost_power for g in self.grid)
 
     @property

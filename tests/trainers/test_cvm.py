@@ -3,6 +3,8 @@ gradient of eq. 4.10, the thesis' synthetic claim (Fig. 4.2), budgets,
 determinism and exact parity of trained models."""
 import numpy as np
 import pytest
+from sklearn.base import clone
+from sklearn.frozen import FrozenEstimator
 from sklearn.linear_model import lars_path_gram
 
 from skinflint import ir
@@ -11,6 +13,7 @@ from skinflint.trainers.cvm import CVMClassifier, LARSSVMClassifier, n_vectors
 from skinflint.trainers.gradient_svs import cvm_loss_grad, prefix_order
 from skinflint.trainers.kernel_math import kernel_matrix
 from skinflint.trainers.kernel_svm import KernelSVMClassifier
+from skinflint.trainers.reduced_svm import ReducedSVMClassifier
 from skinflint.trainers.lars import lars_path_lazy
 
 
@@ -230,3 +233,18 @@ def test_options_give_working_compressions(circle, full_svm, options):
     cvm = CVMClassifier(n_support_vectors=8, svm=full_svm, **options).fit(circle.X, circle.y)
     assert cvm.n_support_ == 8 and len(set(cvm.selected_.tolist())) == 8
     assert _accuracy(cvm, circle) >= _accuracy(full_svm, circle) - 0.03
+
+
+@pytest.mark.parametrize("cls", [CVMClassifier, LARSSVMClassifier, ReducedSVMClassifier])
+def test_a_frozen_full_svm_survives_clone_and_gives_the_same_model(circle, cls):
+    # a bare fitted svm= is cloned unfitted (GridSearchCV, cost_accuracy_curve
+    # clone their estimator); FrozenEstimator keeps it, and compressing it is
+    # compressing the SVM the estimator would have fitted itself
+    kw = dict(n_support_vectors=6, C=0.1, gamma=0.5, standardize=False)
+    own = cls(**kw).fit(circle.X, circle.y)
+    full = KernelSVMClassifier(C=0.1, gamma=0.5, standardize=False).fit(circle.X, circle.y)
+    frozen = clone(cls(**kw, svm=FrozenEstimator(full))).fit(circle.X, circle.y)
+    assert ir.to_dict(own.model_)["nodes"] == ir.to_dict(frozen.model_)["nodes"]
+    if cls is not ReducedSVMClassifier:     # it does not need a fitted svm (it may grow from scratch)
+        with pytest.raises(ValueError, match="FrozenEstimator"):
+            clone(cls(**kw, svm=full)).fit(circle.X, circle.y)
