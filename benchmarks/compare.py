@@ -139,6 +139,24 @@ def summary(rows, name, slack=0.01):
     return "\n".join(lines)
 
 
+def at_budgets(rows, total, name, fractions=(0.05, 0.15, 0.5)):
+    """Per method, the best test accuracy among its models whose mean cost
+    per row is at most each fraction of ``total`` (every feature up front):
+    what each method buys at a fixed average budget."""
+    caps = [f * total for f in fractions]
+    head = " | ".join(f"cost <= {c:.0f} ({100 * f:g} %)" for c, f in zip(caps, fractions))
+    lines = [f"#### {name}: best accuracy at a mean cost per row of at most", "",
+             f"| method | {head} |", "|---|" + "---|" * len(caps)]
+    methods = dict.fromkeys(r["method"].split(" (")[0] for r in rows)
+    for m in methods:
+        cells = []
+        for c in caps:
+            ok = [r["accuracy"] for r in rows if r["method"].split(" (")[0] == m and r["mean_cost"] <= c]
+            cells.append(f"{max(ok):.4f}" if ok else "–")
+        lines.append(f"| {m} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="subsampled data, short grids (CI)")
@@ -155,7 +173,8 @@ def main(argv=None):
         except (FileNotFoundError, AttributeError) as e:
             print(f"{name}: skipped ({e})")
             continue
-        text = markdown(rows, ds, name) + "\n\n" + summary(rows, name)
+        text = "\n\n".join([markdown(rows, ds, name), summary(rows, name),
+                              at_budgets(rows, float(ds.feature_costs.sum()), name)])
         print(text + "\n")
         with open(os.path.join(args.out, f"{name}.md"), "w") as fh:
             fh.write(text + "\n")
