@@ -7,7 +7,7 @@ import numpy as np
 
 from ..ir import builders
 from ..ir.feature_costs import FeatureCosts
-from ..ir.json_io import file_version
+from ..ir.json_io import nodes_version
 
 IMPORTER_VERSION = 2              # 2: LightGBM and scikit-learn trees as float64 banks
 
@@ -55,10 +55,8 @@ def bank_model(trees, costs: FeatureCosts, task, *, base_score, source: str, inf
     bank = builders.concat_trees(trees, base_score=base_score, name=source, precision=precision,
                                  divisor=divisor)
     meta = {"trainer": f"import:{source}", "importer_version": IMPORTER_VERSION,
-            "format_version": 1, "source": dict(info)}
-    model = builders.model(costs.features(), [bank], 0, task=task, groups=costs.ir_groups(), metadata=meta)
-    model.metadata["format_version"] = file_version(model)
-    return model
+            "format_version": nodes_version([bank]), "source": dict(info)}
+    return builders.model(costs.features(), [bank], 0, task=task, groups=costs.ir_groups(), metadata=meta)
 
 
 def one_hot_values(leaf: np.ndarray, column: int, width: int) -> np.ndarray:

@@ -52,7 +52,6 @@ K_ZERO_THRESHOLD = 1e-35          # LightGBM's kZeroThreshold (a float constant)
 _REGRESSION = ("regression", "regression_l2", "regression_l1", "huber", "fair", "quantile", "mape",
                "lambdarank", "rank_xendcg")
 _MISSING = {0: "None", 1: "Zero", 2: "NaN"}
-U32 = 2.0 ** -24                  # float32 unit roundoff
 
 
 def _model_text(model, num_iteration):
@@ -241,7 +240,10 @@ def from_lightgbm(model, costs=None, *, classes=None, raw_margin=False, num_iter
     ir.Model
         One float64 ``trees`` node.  Every float32 row reaches the same
         leaves as in LightGBM, and its margins are LightGBM's raw scores
-        bit for bit.
+        (``predict(raw_score=True)``) bit for bit; in random-forest mode
+        (``boosting="rf"``) they are the raw score / iterations, bit for bit
+        the value LightGBM's ``predict()`` transforms (``raw_score=True``
+        returns the undivided sum there).
     """
     if classes is None and hasattr(model, "classes_"):
         classes = tuple(model.classes_)
@@ -259,31 +261,10 @@ def from_lightgbm(model, costs=None, *, classes=None, raw_margin=False, num_iter
     # random-forest mode: predict() divides each output by the iterations
     divisor = float(len(trees) // K) if "average_output" in head else 1.0
     fc = resolve_costs(costs, n_features, names)
+    exact = ("margins are predict(raw_score=True) / iterations bit for bit, what predict() transforms "
+             "(random-forest mode, float64 bank)" if "average_output" in head
+             else "margins are predict(raw_score=True) bit for bit (float64 bank)")
     meta = {"library": "lightgbm", "objective": head.get("objective", ""), "n_trees": len(trees),
-            "exact": "margins are predict(raw_score=True) bit for bit (float64 bank)"}
+            "exact": exact}
     return bank_model(banks, fc, task, base_score=base, source="lightgbm", info=meta,
                       precision="float64", divisor=divisor)
-
-
-def margin_error_bound(leaf_values: np.ndarray) -> np.ndarray:
-    """A bound on |float32 margin - LightGBM margin| for rows with these
-    leaves, had the leaves and sum been float32 (the importer before format
-    version 2; ``from_lightgbm`` is now exact).  Kept for float32 banks made
-    from LightGBM leaves by hand.
-
-    Parameters
-    ----------
-    leaf_values : array [N, T] of float64
-        Each row's leaf value in each tree of one output (LightGBM's doubles,
-        e.g. from ``predict(pred_leaf=True)``), in tree order.
-
-    Returns
-    -------
-    ndarray [N] of float64
-        Rounding each leaf to float32 errs by at most u|v_t| (u = 2^-24);
-        each float32 addition by at most u times its partial sum, which is
-        at most sum|v| (1 + u)^T; LightGBM's own double sum errs by at most
-        T 2^-53 sum|v|.  So |error| <= (2T + 1) u (1 + u)^T sum_t |v_t|.
-    """
-    T = leaf_values.shape[1]
-    return (2 * T + 1) * U32 * (1 + U32) ** T * np.abs(leaf_values).sum(1)

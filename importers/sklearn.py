@@ -95,6 +95,10 @@ def _classifier_task(est, K_margin, transform):
     return builders.multiclass_task(classes, transform=transform)
 
 
+def _py_label(classes):
+    return ", ".join(repr(builders._py(c)) for c in classes)
+
+
 def raw_trees(est):
     """(raw trees, base score [K], task, divisor) of a tree-family estimator
     in scikit-learn's summation order, or None for other estimators."""
@@ -103,6 +107,9 @@ def raw_trees(est):
     is_clf = hasattr(est, "classes_")
     if getattr(est, "n_outputs_", 1) > 1:
         raise ValueError(f"{name}: multi-output estimators are not supported; import one per output")
+    if is_clf and len(est.classes_) < 2:
+        raise ValueError(f"{name}: fitted on one class ({_py_label(est.classes_)}); it predicts that "
+                         "class for every row, and a classifier needs 2 or more classes to import")
     forests = (ensemble.RandomForestClassifier, ensemble.RandomForestRegressor,
                ensemble.ExtraTreesClassifier, ensemble.ExtraTreesRegressor)
     if isinstance(est, (tree.BaseDecisionTree,) + forests):
@@ -266,22 +273,16 @@ def error_bound(model, X=None) -> float | np.ndarray:
     """A bound on |IR margin - scikit-learn's float64 margin|.
 
     For a float64 tree bank (what ``from_sklearn`` makes of every tree
-    family): 0, the margins are scikit-learn's own.  For a float32 bank of
-    T trees: (2T + 2) u (1 + u)^T (|base| + sum_t max_leaf |v_t|) with u =
-    2^-24 (each leaf rounds to float32 once, each float32 addition once;
-    the float64 source's own error is below one u).  For a linear node over
-    rows X: (2F + 3) u (1 + u)^F (|b| + sum_j |w_j x_j|) per row.
+    family): 0, the margins are scikit-learn's own.  For a linear node over
+    rows X (u = 2^-24): (2F + 3) u (1 + u)^F (|b| + sum_j |w_j x_j|) per
+    row; for a kernel node, ``_kernel_bound``.
     """
     node = model.nodes[0]
-    if node.kind == "trees" and node.is_float64:
-        return 0.0
     if node.kind == "trees":
-        owner = node.tree_ranges()
-        leafmax = np.zeros(node.n_trees)
-        leaf = node.feature < 0
-        np.maximum.at(leafmax, owner[leaf], np.abs(node.value[leaf]).max(1).astype(np.float64))
-        T = node.n_trees
-        return (2 * T + 2) * U32 * (1 + U32) ** T * (np.abs(node.base_score).max() + leafmax.sum())
+        if not node.is_float64:
+            raise ValueError("error_bound: a float32 tree bank is not what from_sklearn makes "
+                             "(its tree families are float64 banks, exact)")
+        return 0.0
     if node.kind == "kernel":
         return _kernel_bound(node, X)
     W = np.asarray(node.weights, np.float64)

@@ -39,7 +39,8 @@ import numpy as np
 from ..ir import builders
 from ..ir.arrays import bool_array, float64_array, int_array, scalar_float, scalar_int
 from ..ir.errors import IRError
-from ..ir.json_io import MAX_FILE_BYTES
+from ..ir.json_io import parse_json, read_limited
+from ..ir.model import Task, validate_task
 from ._common import resolve_costs
 from .sklearn import raw_trees, tree_dict, tree_model
 
@@ -109,22 +110,8 @@ def _read(source):
     if isinstance(source, (str, os.PathLike)) and not str(source).lstrip().startswith("{"):
         if not os.path.exists(source):
             raise FileNotFoundError(f"{os.fspath(source)}: no such sklearn-json file")
-        if os.path.getsize(source) > MAX_FILE_BYTES:
-            raise IRError(f"(file): larger than {MAX_FILE_BYTES} bytes")
-        with open(source, "rb") as fh:
-            source = fh.read()
-    try:
-        return json.loads(source, parse_constant=_reject_constant)
-    except IRError:
-        raise
-    except RecursionError:
-        raise IRError("(file): JSON nested too deeply") from None
-    except ValueError as e:
-        raise IRError(f"(file): not valid JSON ({e})") from None
-
-
-def _reject_constant(name):
-    raise IRError(f"(file): {name} is not allowed; sklearn-json needs finite numbers")
+        source = read_limited(source)
+    return parse_json(source, "sklearn-json")
 
 
 def _field(d, key, where):
@@ -154,16 +141,18 @@ def from_sklearn_json(source, costs=None):
     kind, K = _field(t, "kind", "task"), scalar_int(_field(t, "n_outputs", "task"), "task.n_outputs",
                                                     low=1, high=1 << 16)
     classes, transform = t.get("classes", []), t.get("transform", "identity")
-    if not isinstance(classes, list):
-        raise IRError("task.classes: expected a list")
-    task = {"regression": lambda: builders.regression_task(K),
-            "binary": lambda: builders.binary_task(tuple(classes), transform=transform),
-            "multiclass": lambda: builders.multiclass_task(tuple(classes), transform=transform)}.get(kind)
-    if task is None:
+    if not isinstance(classes, list) or not all(
+            isinstance(c, (str, int, float)) and not isinstance(c, bool) for c in classes):
+        raise IRError("task.classes: expected a list of numbers or strings")
+    if kind not in ("regression", "binary", "multiclass"):
         raise IRError(f"task.kind: unknown kind {kind!r}; expected regression, binary or multiclass")
-    task = task()
-    if task.n_outputs != K:
-        raise IRError(f"task.n_outputs: {K}, but the classes give {task.n_outputs}")
+    if kind != "regression" and len(classes) < 2:
+        raise IRError(f"task.classes: {len(classes)} class(es); an estimator fitted on one class "
+                      "cannot be imported (a classifier needs 2 or more)")
+    # the IR's own task checks, each naming its field (task.transform of a
+    # regression is identity, a regression has no classes, ...)
+    task = Task(kind, K, tuple(classes), transform)
+    validate_task(task)
     base = float64_array(_field(d, "base_score", ""), "base_score", length=K)
     divisor = scalar_float(d.get("divisor", 1.0), "divisor")
     if not divisor > 0:
@@ -184,4 +173,19 @@ def from_sklearn_json(source, costs=None):
                     "value": float64_array(_field(tr, "value", w), f"{w}.value", length=M * K).reshape(M, K)})
     fc = resolve_costs(costs, F, names)
     info = {"library": "sklearn", "estimator": str(d.get("estimator", "")), "via": "sklearn-json"}
-    return tree_model([tree_dict(r) for r in raw], fc, task, base, divisor, info)
+    local = [tree_dict(r) for r in raw]
+    try:
+        return tree_model(local, fc, task, base, divisor, info)
+    except IRError:
+        _blame_one_tree(local, K)
+        raise
+
+
+def _blame_one_tree(local, K):
+    """The merged bank was refused: check each tree alone so the error
+    names ``trees[i]`` and the tree's own node index (the merged bank's
+    indices are global); nothing when no tree fails alone."""
+    for i, t in enumerate(local):
+        builders.trees_from_arrays(t["feature"], t["threshold"], t["left"], t["right"],
+                                   t["value"].reshape(-1, K), missing_left=t["missing_left"],
+                                   name=f"trees[{i}]", precision="float64")

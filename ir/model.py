@@ -81,6 +81,18 @@ class Model:
     def group_costs(self) -> np.ndarray:
         return np.array([g.cost for g in self.groups], np.float64)
 
+    @property
+    def has_float64_banks(self) -> bool:
+        """Some tree bank is float64 (format version 2)."""
+        return any(isinstance(n, TreesNode) and n.is_float64 for n in self.nodes)
+
+    @property
+    def output_is_float64(self) -> bool:
+        """The output is a float64 tree bank: its scores are float64
+        (docs/numerics.md)."""
+        n = self.nodes[self.output]
+        return isinstance(n, TreesNode) and n.is_float64
+
     def static_cost(self) -> float:
         """The cost of every unit the model can touch: all features extracted up front."""
         from .costs import static_cost
@@ -131,7 +143,7 @@ def validate_model(m: Model) -> None:
             raise IRError(f"groups[{i}].name: duplicate group name {g.name!r}")
         gnames.add(g.name)
         scalar_cost(g.cost, f"groups[{i}].cost")
-    _validate_task(m.task)
+    validate_task(m.task)
     N = len(m.nodes)
     if N == 0:
         raise IRError("nodes: a model needs at least one node")
@@ -152,7 +164,8 @@ def validate_model(m: Model) -> None:
         raise IRError(f"output: node {m.output} has {K} outputs but task.n_outputs is {m.task.n_outputs}")
 
 
-def _validate_task(t: Task):
+def validate_task(t: Task):
+    """Raise IRError naming the field when ``t`` is not a valid task."""
     if t.kind not in TASK_KINDS:
         raise IRError(f"task.kind: unknown task {t.kind!r}; expected one of {list(TASK_KINDS)}")
     if t.transform not in TRANSFORMS[t.kind]:

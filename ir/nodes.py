@@ -1,6 +1,7 @@
 """Typed IR nodes (DESIGN.md § The IR).
 
-Scoring nodes compute a float32 vector of width ``n_outputs`` (K):
+Scoring nodes compute a float32 vector of width ``n_outputs`` (K; float64
+for a float64 tree bank that is the model's output):
 
 * ``TreesNode``: a bank of regression trees in structure-of-arrays form.  As a
   scorer its value is ``base_score + v_0 + v_1 + ...`` summed in bank order.
@@ -152,6 +153,8 @@ class TreesNode:
             raise IRError(f"{field}.divisor: {d!r} must be a finite number > 0")
         if d != 1 and not self.is_float64:
             raise IRError(f"{field}.divisor: a divisor other than 1 needs \"precision\": \"float64\"")
+        if self.is_float64:
+            self._check_float32_range(field)
         for arr, nm in ((self.threshold, "threshold"), (self.left, "left"),
                         (self.right, "right"), (self.missing_left, "missing_left")):
             if arr.shape != (M,):
@@ -193,6 +196,20 @@ class TreesNode:
         if seen != M:
             raise IRError(f"{field}: a cycle among tree nodes (reached {seen} of {M})")
 
+    def _check_float32_range(self, field):
+        """A float64 bank's leaves, base score and base / divisor must fit in
+        float32: a node reading one tree of the bank, or the bank as a
+        float32 input, rounds them to float32 (docs/numerics.md), and past
+        float32's largest finite value that rounding gives inf."""
+        top = float(np.finfo(np.float32).max)
+        for arr, nm in ((self.value, "value"), (self.base_score, "base_score"),
+                        (self.base_score / self.divisor, "base_score / divisor")):
+            bad = np.flatnonzero(np.abs(arr.ravel()) > top)
+            if bad.size:
+                i = int(bad[0])
+                raise IRError(f"{field}.{nm}[{i}]: {float(arr.ravel()[i])!r} is beyond float32's range "
+                              f"(|x| <= {top!r}), which a float64 bank's values must stay within")
+
     def tree_ranges(self):
         """Per tree, the bank node indices reached from its root (sorted)."""
         owner = np.full(self.feature.shape[0], -1, np.int64)
@@ -206,25 +223,20 @@ class TreesNode:
         return owner
 
     def to_dict(self):
-        if not self.is_float64:       # float32 banks keep their version-1 bytes
-            return {"kind": self.kind, "name": self.name, "n_outputs": self.n_outputs,
-                    "base_score": _floats(self.base_score), "roots": self.roots.tolist(),
-                    "tree_cost": self.tree_cost.tolist(), "feature": self.feature.tolist(),
-                    "threshold": _floats(self.threshold), "left": self.left.tolist(),
-                    "right": self.right.tolist(),
-                    "missing_left": [bool(b) for b in self.missing_left],
-                    "value": _floats(self.value.ravel())}
-        # float64 (format version 2): leaves and base score as Python's
+        # float32 banks keep their version-1 bytes (no precision key); float64
+        # ones (format version 2) write leaves and base score as Python's
         # shortest round-trip decimals, which parse back to the same doubles
-        return {"kind": self.kind, "name": self.name, "n_outputs": self.n_outputs,
-                "precision": self.precision,
-                **({"divisor": float(self.divisor)} if self.divisor != 1 else {}),
-                "base_score": self.base_score.tolist(), "roots": self.roots.tolist(),
+        wide = self.is_float64
+        leaves = (lambda a: a.tolist()) if wide else _floats
+        extra = {} if not wide else {"precision": self.precision,
+                                     **({"divisor": float(self.divisor)} if self.divisor != 1 else {})}
+        return {"kind": self.kind, "name": self.name, "n_outputs": self.n_outputs, **extra,
+                "base_score": leaves(self.base_score), "roots": self.roots.tolist(),
                 "tree_cost": self.tree_cost.tolist(), "feature": self.feature.tolist(),
                 "threshold": _floats(self.threshold), "left": self.left.tolist(),
                 "right": self.right.tolist(),
                 "missing_left": [bool(b) for b in self.missing_left],
-                "value": self.value.ravel().tolist()}
+                "value": leaves(self.value.ravel())}
 
 
 @dataclass(frozen=True, eq=False)

@@ -30,10 +30,15 @@ def _leaf_values(b, R):
 
 
 def check_against_lightgbm(b, m, R):
+    """The margins are LightGBM's raw score over the bank's divisor (1, or
+    the iterations in random-forest mode, where raw_score=True is the
+    undivided sum), bit for bit; the raw score is the sequential double sum
+    of the leaves LightGBM reports."""
     pred = ReferenceRuntime(m).predict(R)
     scores = pred.scores
     raw = b.predict(R, raw_score=True).reshape(len(R), -1)
-    assert scores.dtype == np.float64 and same_bits64(scores, raw)      # the raw score, bit for bit
+    div = m.nodes[0].divisor                        # x / 1.0 == x bit for bit
+    assert scores.dtype == np.float64 and same_bits64(scores, raw / div)
     vals = _leaf_values(b, R)
     K = scores.shape[1]
     for k in range(K):
@@ -41,11 +46,11 @@ def check_against_lightgbm(b, m, R):
         d64 = np.zeros(len(R))
         for t in range(v.shape[1]):
             d64 = d64 + v[:, t]
-        # LightGBM's raw score is this sequential double sum (over the
-        # iterations in random-forest mode)
-        assert same_bits64(d64 / m.nodes[0].divisor, raw[:, k])
+        # LightGBM's raw score is this sequential double sum, undivided
+        # even in random-forest mode
+        assert same_bits64(d64, raw[:, k])
     if m.task.kind != "regression":                 # labels on every row
-        lab = (raw[:, 0] > 0) if m.task.kind == "binary" else raw.argmax(1)
+        lab = (raw[:, 0] > 0) if m.task.kind == "binary" else raw.argmax(1)   # div > 0: same labels
         assert np.array_equal(np.asarray(pred.output, np.int64), np.asarray(lab, np.int64))
     if pred.proba is not None:                      # the bound against LightGBM's own transform
         src = b.predict(R).reshape(len(R), -1)
@@ -133,6 +138,8 @@ def test_random_forest_mode_divides_by_the_iterations():
     got = ReferenceRuntime(m).predict(R).scores[:, 0]
     assert same_bits64(got, b.predict(R))
     assert same_bits64(got, b.predict(R, raw_score=True) / 12.0)
+    check_against_lightgbm(b, m, R)
+    assert "/ iterations" in m.metadata["source"]["exact"]
     b3 = lgb.train({**BASE, "objective": "multiclass", "num_class": 3, "boosting": "rf", "bagging_freq": 1,
                     "bagging_fraction": 0.5}, lgb.Dataset(X, Y_3), 7)
     m3 = from_lightgbm(b3)

@@ -116,3 +116,39 @@ def test_unsupported_refused():
         Xc = XF.copy()
         Xc[:, 0] = np.arange(len(Xc)) % 4
         from_sklearn(ensemble.HistGradientBoostingClassifier(max_iter=2, categorical_features=[0]).fit(Xc, Y_BIN))
+
+
+@pytest.mark.parametrize("est", [tree.DecisionTreeClassifier(max_depth=2),
+                                 ensemble.RandomForestClassifier(3, max_depth=2, random_state=0),
+                                 ensemble.ExtraTreesClassifier(3, max_depth=2, random_state=0)],
+                         ids=lambda e: type(e).__name__)
+def test_classifier_fitted_on_one_class_refused_naming_the_estimator(est):
+    from skinflint.importers.sklearn_json import to_json
+    est.fit(XF, np.full(len(XF), 7))
+    name = type(est).__name__
+    with pytest.raises(ValueError, match=f"^{name}: fitted on one class"):
+        from_sklearn(est)
+    with pytest.raises(ValueError, match=f"^{name}: fitted on one class"):
+        to_json(est)                          # no file that could never be imported
+
+
+def test_budget_halted_forest_is_its_partial_sum_over_n():
+    """docs/costs.md: a forest halted after t of n trees gives (0.0 + v_0 +
+    ... + v_{t-1}) / n, not the mean of the t trees; every backend agrees."""
+    est = ensemble.RandomForestRegressor(6, max_depth=3, random_state=0).fit(XF, Y_REG)
+    m = from_sklearn(est, np.arange(1.0, XF.shape[1] + 1))
+    R = XF[:40].astype(np.float32)
+    full = ReferenceRuntime(m).predict(R)
+    pred = ReferenceRuntime(m).predict(R, budget=full.cost * 0.6)
+    t = pred.stage + 1
+    assert np.any((t > 0) & (t < 6))                                  # some rows halt part way
+    per_tree = np.stack([e.predict(R) for e in est.estimators_])       # [n, rows], float64 leaves
+    want = np.empty(len(R))
+    for r in range(len(R)):
+        acc = 0.0
+        for i in range(t[r]):
+            acc = acc + per_tree[i, r]
+        want[r] = acc / 6.0
+    assert same_bits64(pred.scores[:, 0], want)
+    rep = verify(m, R[:16], budget=full.cost[:16] * 0.6, adversarial=False)   # and budgets "around"
+    assert rep.ok, rep.table()

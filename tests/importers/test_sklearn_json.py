@@ -87,6 +87,12 @@ def test_linear_models_have_no_sklearn_json():
     (lambda d: d.update(divisor=0.0), "divisor"),
     (lambda d: d["task"].update(kind="ranking"), "task.kind"),
     (lambda d: d.update(base_score=[0.0, 1.0]), "base_score"),
+    # a regression has the identity transform and no classes (were ignored)
+    (lambda d: d["task"].update(transform="softmax"), "task.transform"),
+    (lambda d: d["task"].update(classes=[0, 1]), "task.classes"),
+    (lambda d: d["task"].update(kind="multiclass", classes=[3]), "task.classes"),
+    (lambda d: d["task"].update(kind="binary", classes=[0, 1], transform="logistic", n_outputs=2),
+     "task.n_outputs"),
 ])
 def test_malformed_files_refused_naming_the_field(tmp_path, edit, field, capsys):
     est, _ = _fit(ensemble.RandomForestRegressor(3, max_depth=3, random_state=0))
@@ -111,3 +117,27 @@ def test_not_json_and_missing_file(tmp_path):
         from_sklearn_json(bad)
     with pytest.raises(FileNotFoundError, match="no such sklearn-json file"):
         from_sklearn_json(tmp_path / "none.json")
+
+
+def test_malformed_tree_named_with_its_own_node_index():
+    est, _ = _fit(ensemble.RandomForestRegressor(3, max_depth=3, random_state=0))
+    d = json.loads(to_json(est))
+    t = d["trees"][2]
+    j = t["feature"].index(-1)                 # tree 2's first leaf, local index
+    t["left"][j] = 0
+    with pytest.raises(ir.IRError) as e:
+        from_sklearn_json(d)
+    assert str(e.value).startswith(f"trees[2].left/right[{j}]: a leaf"), str(e.value)
+    d = json.loads(to_json(est))
+    t = d["trees"][1]
+    k = t["feature"].index(-1)
+    t["left"][0] = k                           # root's two children the same leaf: node k has 2 parents
+    t["right"][0] = k
+    with pytest.raises(ir.IRError) as e:
+        from_sklearn_json(d)
+    assert str(e.value).startswith("trees[1]: tree node"), str(e.value)
+    # a tree of the bank at float32's edge: named as the tree's own value
+    d = json.loads(to_json(est))
+    d["trees"][1]["value"][k] = 1e39
+    with pytest.raises(ir.IRError, match=rf"^trees\[1\]\.value\[{k}\]: .*float32's range"):
+        from_sklearn_json(d)

@@ -124,3 +124,34 @@ def test_random_model_is_public_and_valid_for_every_kind():
             m = ir.random_model(seed, kinds=(kind,))
             assert m.nodes[m.output].kind == kind
             assert ir.from_json(ir.to_json(m)).hash() == m.hash()
+
+
+def _float64_bank(d):
+    """The example bank as a float64 one (format version 2)."""
+    d["version"] = 2
+    d["nodes"][0]["precision"] = "float64"
+    return d
+
+
+@pytest.mark.parametrize("edit,words", [
+    (lambda n: n["value"].__setitem__(1, 1e39), ("nodes[0].value[1]", "float32's range")),
+    (lambda n: n["value"].__setitem__(1, -3.5e38), ("nodes[0].value[1]", "float32's range")),
+    (lambda n: n.update(base_score=[-1e300]), ("nodes[0].base_score[0]", "float32's range")),
+    # base within float32, base / divisor (what a reading node rounds) not
+    (lambda n: n.update(base_score=[3e38], divisor=0.5), ("nodes[0].base_score / divisor[0]",)),
+])
+def test_float64_bank_values_beyond_float32_are_refused(edit, words):
+    d = _float64_bank(base())
+    edit(d["nodes"][0])
+    expect(d, *words)
+
+
+def test_float64_bank_at_float32s_largest_value_is_accepted():
+    import numpy as np
+    top = float(np.finfo(np.float32).max)
+    d = _float64_bank(base())
+    d["nodes"][0]["value"][1] = -top
+    d["nodes"][0]["base_score"] = [top]
+    assert ir.from_dict(d).nodes[0].value.ravel()[1] == -top
+    with pytest.raises(ir.IRError, match="float32's range"):
+        ir.trees_from_arrays([-1], [0.0], [-1], [-1], [np.nextafter(top, np.inf)], precision="float64")
