@@ -42,17 +42,24 @@ def _as_flat_list(value, field):
     return value
 
 
-def float32_array(value, field, *, length=None, finite=True) -> np.ndarray:
-    """A read-only float32 vector; parameters must be finite unless told."""
+def _as_float64(value, field, length, expected=None) -> np.ndarray:
+    """``value`` as a flat float64 array of ``length`` numbers; an ndarray
+    must have a numeric dtype when ``expected`` names one."""
     raw = _as_flat_list(value, field)
     try:
-        a64 = np.asarray(raw, dtype=np.float64)
+        a = np.asarray(raw, dtype=np.float64)
     except (ValueError, TypeError, OverflowError) as e:
         raise IRError(f"{field}: not an array of numbers ({e})") from None
-    if isinstance(raw, np.ndarray) and raw.dtype.kind not in "fiu":
-        raise IRError(f"{field}: wrong dtype {raw.dtype}, expected float32")
-    if length is not None and a64.shape[0] != length:
-        raise IRError(f"{field}: expected {length} values, got {a64.shape[0]}")
+    if expected and isinstance(raw, np.ndarray) and raw.dtype.kind not in "fiu":
+        raise IRError(f"{field}: wrong dtype {raw.dtype}, expected {expected}")
+    if length is not None and a.shape[0] != length:
+        raise IRError(f"{field}: expected {length} values, got {a.shape[0]}")
+    return a
+
+
+def float32_array(value, field, *, length=None, finite=True) -> np.ndarray:
+    """A read-only float32 vector; parameters must be finite unless told."""
+    a64 = _as_float64(value, field, length, "float32")
     with np.errstate(over="ignore", invalid="ignore"):
         a = a64.astype(np.float32)
     if finite and not np.all(np.isfinite(a)):
@@ -64,15 +71,7 @@ def float32_array(value, field, *, length=None, finite=True) -> np.ndarray:
 def float64_array(value, field, *, length=None) -> np.ndarray:
     """A read-only float64 vector of finite values (a float64 tree bank's
     leaves and base score: JSON's shortest round-trip decimals are exact)."""
-    raw = _as_flat_list(value, field)
-    if isinstance(raw, np.ndarray) and raw.dtype.kind not in "fiu":
-        raise IRError(f"{field}: wrong dtype {raw.dtype}, expected float64")
-    try:
-        a = np.asarray(raw, dtype=np.float64)
-    except (ValueError, TypeError, OverflowError) as e:
-        raise IRError(f"{field}: not an array of numbers ({e})") from None
-    if length is not None and a.shape[0] != length:
-        raise IRError(f"{field}: expected {length} values, got {a.shape[0]}")
+    a = _as_float64(value, field, length, "float64")
     if not np.all(np.isfinite(a)):
         i = int(np.flatnonzero(~np.isfinite(a))[0])
         raise IRError(f"{field}[{i}]: {a[i]!r} is not a finite float64")
@@ -81,13 +80,7 @@ def float64_array(value, field, *, length=None) -> np.ndarray:
 
 def cost_array(value, field, *, length=None) -> np.ndarray:
     """Costs are float64, finite and >= 0 (DESIGN.md, cost semantics)."""
-    raw = _as_flat_list(value, field)
-    try:
-        a = np.asarray(raw, dtype=np.float64)
-    except (ValueError, TypeError, OverflowError) as e:
-        raise IRError(f"{field}: not an array of numbers ({e})") from None
-    if length is not None and a.shape[0] != length:
-        raise IRError(f"{field}: expected {length} values, got {a.shape[0]}")
+    a = _as_float64(value, field, length)
     bad = ~np.isfinite(a) | (a < 0)
     if np.any(bad):
         i = int(np.flatnonzero(bad)[0])

@@ -13,16 +13,22 @@ import os
 from .arrays import scalar_cost, scalar_int
 from .errors import IRError
 from .model import MAX_NODES, Feature, Group, Model, Task
-from .nodes import node_from_dict
+from .nodes import TreesNode, node_from_dict
 
 from .codes import FORMAT, FORMAT_VERSION as VERSION, FORMAT_VERSION_FLOAT64, FORMAT_VERSIONS
 MAX_FILE_BYTES = 1 << 30
 
 
+def nodes_version(nodes) -> int:
+    """The lowest format version that holds these nodes: 2 with a float64
+    tree bank, else 1 (so float32 models keep the bytes they always had)."""
+    return FORMAT_VERSION_FLOAT64 if any(isinstance(n, TreesNode) and n.is_float64 for n in nodes) \
+        else VERSION
+
+
 def file_version(model: Model) -> int:
-    """The lowest format version that holds ``model``: 2 with a float64 tree
-    bank, else 1 (so float32 models keep the bytes they always had)."""
-    return FORMAT_VERSION_FLOAT64 if any(getattr(n, "is_float64", False) for n in model.nodes) else VERSION
+    """The lowest format version that holds ``model`` (``nodes_version``)."""
+    return nodes_version(model.nodes)
 
 
 def to_dict(model: Model) -> dict:
@@ -93,7 +99,7 @@ def from_dict(d) -> Model:
     node_objs = [node_from_dict(n, f"nodes[{i}]", len(features)) for i, n in enumerate(nodes)]
     if version < FORMAT_VERSION_FLOAT64:
         for i, n in enumerate(node_objs):
-            if getattr(n, "is_float64", False):
+            if isinstance(n, TreesNode) and n.is_float64:
                 raise IRError(f"nodes[{i}].precision: float64 tree banks need format version "
                               f"{FORMAT_VERSION_FLOAT64}; this file says version {version}")
     meta = d.get("metadata", {})
@@ -104,7 +110,10 @@ def from_dict(d) -> Model:
                  output=output, metadata=meta)
 
 
-def from_json(text) -> Model:
+def parse_json(text, what="the format"):
+    """JSON text (str, or UTF-8 bytes) as Python objects.  Every failure is
+    an ``IRError`` starting "(file):": not UTF-8, not valid JSON, nested too
+    deeply, or a NaN / Infinity constant (``what`` needs finite numbers)."""
     if isinstance(text, (bytes, bytearray)):
         try:
             text = text.decode("utf-8")
@@ -112,12 +121,34 @@ def from_json(text) -> Model:
             raise IRError(f"(file): not UTF-8 ({e})") from None
     if not isinstance(text, str):
         raise IRError("(file): expected JSON text")
+
+    def reject_constant(name):
+        raise IRError(f"(file): {name} is not allowed; {what} needs finite numbers")
     try:
-        d = json.loads(text, parse_constant=_reject_constant)
+        return json.loads(text, parse_constant=reject_constant)
+    except IRError:
+        raise
     except RecursionError:
         raise IRError("(file): JSON nested too deeply") from None
     except ValueError as e:
         raise IRError(f"(file): not valid JSON ({e})") from None
+
+
+def read_limited(path) -> bytes:
+    """The bytes of the file at ``path``, refused (``IRError``) past
+    ``MAX_FILE_BYTES`` or when it cannot be read."""
+    try:
+        size = os.path.getsize(path)
+        if size > MAX_FILE_BYTES:
+            raise IRError(f"(file): {size} bytes exceeds the limit {MAX_FILE_BYTES}")
+        with open(path, "rb") as fh:
+            return fh.read()
+    except OSError as e:
+        raise IRError(f"(file): cannot read {os.fspath(path)!r}: {e.strerror}") from None
+
+
+def from_json(text) -> Model:
+    d = parse_json(text)
     try:
         return from_dict(d)
     except IRError:
@@ -130,10 +161,6 @@ def from_json(text) -> Model:
         raise IRError(f"(file): malformed model ({type(e).__name__}: {e})") from None
 
 
-def _reject_constant(name):
-    raise IRError(f"(file): {name} is not allowed; the format needs finite numbers")
-
-
 def save(model: Model, path) -> None:
     text = to_json(model)
     tmp = f"{os.fspath(path)}.tmp"
@@ -143,15 +170,7 @@ def save(model: Model, path) -> None:
 
 
 def load(path) -> Model:
-    try:
-        size = os.path.getsize(path)
-        if size > MAX_FILE_BYTES:
-            raise IRError(f"(file): {size} bytes exceeds the limit {MAX_FILE_BYTES}")
-        with open(path, "rb") as fh:
-            data = fh.read()
-    except OSError as e:
-        raise IRError(f"(file): cannot read {os.fspath(path)!r}: {e.strerror}") from None
-    return from_json(data)
+    return from_json(read_limited(path))
 
 
 def model_hash(model: Model) -> str:
