@@ -26,7 +26,7 @@ def _outputs(g: Graph, model, scores, extra):
     K = task.n_outputs
     # a float64 output bank: float64 scores; labels read them as they are,
     # probabilities the float32 transform of them rounded to float32
-    wide = bool(getattr(model.nodes[model.output], "is_float64", False))
+    wide = model.output_is_float64
     SC = F64 if wide else F32
     scores = canonical_nan(g, scores, wide)
     s32 = g.cast(scores, F32) if wide else scores

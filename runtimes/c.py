@@ -81,8 +81,7 @@ class CRuntime:
         self.sources = render(model, PREFIX, tables=tables)
         self._P = model.task.n_proba
         # a float64 output bank returns double scores (docs/numerics.md)
-        self._score_dtype = np.float64 if getattr(model.nodes[model.output], "is_float64", False) \
-            else np.float32
+        self._score_dtype = np.float64 if model.output_is_float64 else np.float32
         if target is not None:
             from .c_targets import TARGETS
             if target not in TARGETS:

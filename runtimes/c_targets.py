@@ -104,7 +104,7 @@ def build_program(model, X, budgets, target: Target, work_dir, sources=None) -> 
     F, K, P = model.n_features, model.task.n_outputs, model.task.n_proba
     main = _env.get_template("parity_main.c.j2").render(
         prefix="sfm", n_rows=len(X), row_bits=row_bits, budget_bits=budget_bits, F=F,
-        F_arr=max(F, 1), K=K, P=P, wide=_wide(model))
+        F_arr=max(F, 1), K=K, P=P, wide=model.output_is_float64)
     with open(os.path.join(work_dir, "parity_main.c"), "w") as fh:
         fh.write(main)
     exe = os.path.join(work_dir, "parity")
@@ -119,9 +119,12 @@ def build_program(model, X, budgets, target: Target, work_dir, sources=None) -> 
     return exe
 
 
-def _wide(model) -> bool:
-    """The output is a float64 tree bank: scores print as 16 hex digits."""
-    return bool(getattr(model.nodes[model.output], "is_float64", False))
+def _hex32(cols):
+    return np.array([[int(c, 16) for c in r] for r in cols], np.uint32)
+
+
+def _hex64(cols):
+    return np.array([[int(c, 16) for c in r] for r in cols], np.uint64)
 
 
 def _parse(lines, model, n_rows):
@@ -131,18 +134,17 @@ def _parse(lines, model, n_rows):
         rows = [ln.split() for ln in lines if ln.startswith(tag + " ")]
         if len(rows) != n_rows:
             raise RuntimeError(f"expected {n_rows} '{tag}' lines, got {len(rows)}")
-        hex32 = lambda cols: np.array([[int(c, 16) for c in r] for r in cols], np.uint32)
-        if _wide(model):
-            scores = np.array([[int(c, 16) for c in r[1:1 + K]] for r in rows],
-                              np.uint64).view(np.float64).reshape(n_rows, K)
+        # a float64 output bank's scores print as 16 hex digits
+        if model.output_is_float64:
+            scores = _hex64([r[1:1 + K] for r in rows]).view(np.float64).reshape(n_rows, K)
         else:
-            scores = hex32([r[1:1 + K] for r in rows]).view(np.float32).reshape(n_rows, K)
-        proba = hex32([r[1 + K:1 + K + P] for r in rows]).view(np.float32).reshape(n_rows, P) if P else None
-        label = hex32([[r[1 + K + P]] for r in rows]).view(np.int32).ravel()
-        cost = np.array([int(r[2 + K + P], 16) for r in rows], np.uint64).view(np.float64)
-        stage = hex32([[r[3 + K + P]] for r in rows]).view(np.int32).ravel().astype(np.int64)
+            scores = _hex32([r[1:1 + K] for r in rows]).view(np.float32).reshape(n_rows, K)
+        proba = _hex32([r[1 + K:1 + K + P] for r in rows]).view(np.float32).reshape(n_rows, P) if P else None
+        label = _hex32([[r[1 + K + P]] for r in rows]).view(np.int32).ravel()
+        cost = _hex64([[r[2 + K + P]] for r in rows]).view(np.float64).ravel()
+        stage = _hex32([[r[3 + K + P]] for r in rows]).view(np.int32).ravel().astype(np.int64)
         used = np.array([[c == "1" for c in r[4 + K + P]] for r in rows], bool).reshape(n_rows, F)
-        fetches = hex32([[r[5 + K + P]] for r in rows]).view(np.int32).ravel().astype(np.int64)
+        fetches = _hex32([[r[5 + K + P]] for r in rows]).view(np.int32).ravel().astype(np.int64)
         out[tag] = prediction(model.task, scores, proba, label, cost, stage, used,
                               fetches=fetches if tag == "L" else None)
     return out["D"], out["L"]

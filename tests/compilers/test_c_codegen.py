@@ -74,3 +74,16 @@ def test_bad_prefix_and_precision_are_rejected(tmp_path):
         compile_c(load_example("trees"), tmp_path, prefix="my-model")
     with pytest.raises(ValueError, match="precision"):
         compile_c(load_example("trees"), tmp_path, precision="float64")
+
+
+def test_double_check_only_in_models_with_float64_banks(tmp_path):
+    """A float64 bank needs IEEE binary64 double: its C refuses to build
+    where double has another mantissa; float32 models' C is unchanged."""
+    from skinflint.ir.random_model import with_float64_banks
+    m32 = next(m for m in (random_model(s) for s in range(40)) if any(n.kind == "trees" for n in m.nodes))
+    compile_c(m32, tmp_path / "f32")
+    compile_c(with_float64_banks(m32), tmp_path / "f64")
+    check = '#if DBL_MANT_DIG != 53\n#error "skinflint: float64 tree banks need IEEE binary64 double"\n#endif\n'
+    assert check not in (tmp_path / "f32" / "model.c").read_text()
+    src = (tmp_path / "f64" / "model.c").read_text()
+    assert check in src and src.index("FLT_EVAL_METHOD") < src.index(check) < src.index("model tables")
