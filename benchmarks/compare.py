@@ -21,12 +21,14 @@ import sys
 import time
 
 import numpy as np
+from sklearn.base import clone
 from sklearn.frozen import FrozenEstimator
 from tqdm.auto import tqdm
 
 from skinflint import datasets
 from skinflint.trainers import TRAINERS, KernelSVMClassifier, cost_accuracy_curve
-from skinflint.trainers.curves import budget_curve
+from skinflint.trainers.curves import budget_curve, model_row
+from skinflint.trainers.cvm import n_vectors
 
 LOADERS = {
     "spambase": datasets.load_spambase,
@@ -73,6 +75,21 @@ def _with_shared_svm(est, train, cache):
     return est.set_params(svm=FrozenEstimator(cache[key]))   # clone keeps it fitted
 
 
+def _nested_curve(est, spec, grid, train, test):
+    """Reduced-SVM grows its basis one vector at a time: one fit at the
+    largest size records every smaller one (``record_sizes``), as
+    ``bench_cvm.py`` does, instead of one growth per grid point (minutes on
+    MAGIC).  Every size's fit time is that one growth's."""
+    fractions = sorted(grid["n_support_vectors"])
+    full = est.get_params()["svm"].estimator
+    sizes = [n_vectors(f, full.n_support_) for f in fractions]
+    t0 = time.perf_counter()
+    est = clone(est).set_params(n_support_vectors=sizes[-1], record_sizes=sizes[:-1]).fit(train.X, train.y)
+    fit_time = time.perf_counter() - t0
+    return [model_row(est.to_ir(n_support=k), test.X, test.y, est, {"n_support_vectors": f}, fit_time,
+                      label=spec.label) for f, k in zip(fractions, sizes)]
+
+
 def compare(name, quick=False, trainers=None):
     """Rows (one per model) for data set ``name``."""
     ds = datasets.yahoo_like_costs(LOADERS[name](), seed=0)
@@ -85,10 +102,13 @@ def compare(name, quick=False, trainers=None):
     for spec in tqdm(specs, desc=name, unit="trainer"):
         est = _with_shared_svm(spec.estimator("classification", **common), train, svms)
         t0 = time.perf_counter()
+        grid = _grid(spec, quick, float(ds.feature_costs.mean()))
         try:
-            curve = cost_accuracy_curve(est, _grid(spec, quick, float(ds.feature_costs.mean())),
-                                        train.X, train.y, val.X, val.y, test.X, test.y,
-                                        label=spec.label, choose_rounds=spec.choose_rounds, verbose=0)
+            if "record_sizes" in est.get_params() and spec.sweep == "n_support_vectors":
+                curve = _nested_curve(est, spec, grid, train, test)
+            else:
+                curve = cost_accuracy_curve(est, grid, train.X, train.y, val.X, val.y, test.X, test.y,
+                                            label=spec.label, choose_rounds=spec.choose_rounds, verbose=0)
         except ValueError as e:   # a trainer that does not fit the task says so
             print(f"  {spec.label}: skipped ({e})", file=sys.stderr)
             continue

@@ -89,14 +89,22 @@ def cost_accuracy_curve(estimator, param_grid, X_train, y_train, X_val, y_val, X
         fit_time = time.perf_counter() - t0
         rounds = _best_rounds(est, X_val, y_val, regression) if choose_rounds else None
         model = est.to_ir(rounds) if rounds is not None else est.to_ir()
-        p = predict(model, X_test)
-        rows.append(dict(method=_label(estimator, params, label), estimator=type(est).__name__,
-                         params=params, lam=float(est.get_params().get("cost_tradeoff") or 0.0),
-                         n_iterations=rounds if rounds is not None else getattr(est, "n_estimators_", None),
-                         accuracy=_score(y_test, p.output, regression), mean_cost=float(p.cost.mean()),
-                         static_cost=model.static_cost(), n_features=int(len(model.features_used())),
-                         fit_time=fit_time, model=model))
+        rows.append(model_row(model, X_test, y_test, est, params, fit_time, label=label,
+                              n_iterations=rounds if rounds is not None else getattr(est, "n_estimators_", None)))
     return rows
+
+
+def model_row(model, X_test, y_test, est, params, fit_time, *, label=None, n_iterations=None) -> dict:
+    """One row of ``cost_accuracy_curve`` (its Returns section) for
+    ``model``, exported from the fitted ``est`` at ``params``: test score,
+    mean lazy cost and static cost on the reference runtime."""
+    regression = is_regressor(est)
+    p = predict(model, X_test)
+    return dict(method=_label(est, params, label), estimator=type(est).__name__, params=params,
+                lam=float(est.get_params().get("cost_tradeoff") or 0.0), n_iterations=n_iterations,
+                accuracy=_score(y_test, p.output, regression), mean_cost=float(p.cost.mean()),
+                static_cost=model.static_cost(), n_features=int(len(model.features_used())),
+                fit_time=fit_time, model=model)
 
 
 def budget_curve(row, X_test, y_test, fractions=(1 / 32, 1 / 16, 1 / 8, 1 / 4, 1 / 2)) -> list[dict]:
