@@ -135,6 +135,15 @@ def markdown(rows, ds, name):
     return "\n".join(lines)
 
 
+def by_method(rows) -> dict:
+    """Rows grouped by method ("Greedy Miser", not "Greedy Miser (lambda=...)"),
+    in first-seen order."""
+    groups = {}
+    for r in rows:
+        groups.setdefault(r["method"].split(" (")[0], []).append(r)
+    return groups
+
+
 def summary(rows, name, slack=0.01):
     """Per method, the cheapest model within ``slack`` of GBRT's accuracy and
     its mean cost as a fraction of GBRT's: the measurable form of thesis
@@ -144,19 +153,13 @@ def summary(rows, name, slack=0.01):
     if ref is None or ref["mean_cost"] <= 0:
         return f"#### {name}: no GBRT model with a positive cost to compare against"
     target = ref["accuracy"] - slack
-    best = {}
-    for r in rows:
-        m = r["method"].split(" (")[0]
-        best.setdefault(m, [])
-        if r["accuracy"] >= target:
-            best[m].append(r)
     lines = [f"#### {name}: cheapest model within {100 * slack:g} points of GBRT's accuracy "
              f"({ref['accuracy']:.4f}, mean cost {ref['mean_cost']:.1f})", "",
              "| method | model | accuracy | mean cost/row | cost / GBRT's |", "|---|---|---|---|---|"]
-    for m, ok in best.items():
+    for m, group in by_method(rows).items():
+        ok = [r for r in group if r["accuracy"] >= target]
         if not ok:
-            top = max((r for r in rows if r["method"].split(" (")[0] == m), key=lambda r: r["accuracy"])
-            lines.append(f"| {m} | never (best {top['accuracy']:.4f}) | | | |")
+            lines.append(f"| {m} | never (best {max(r['accuracy'] for r in group):.4f}) | | | |")
             continue
         r = min(ok, key=lambda r: r["mean_cost"])
         lines.append(f"| {m} | {r['method']} | {r['accuracy']:.4f} | {r['mean_cost']:.1f} | "
@@ -172,13 +175,9 @@ def at_budgets(rows, total, name, fractions=(0.05, 0.15, 0.5)):
     head = " | ".join(f"cost <= {c:.0f} ({100 * f:g} %)" for c, f in zip(caps, fractions))
     lines = [f"#### {name}: best accuracy at a mean cost per row of at most", "",
              f"| method | {head} |", "|---|" + "---|" * len(caps)]
-    methods = dict.fromkeys(r["method"].split(" (")[0] for r in rows)
-    for m in methods:
-        cells = []
-        for c in caps:
-            ok = [r["accuracy"] for r in rows if r["method"].split(" (")[0] == m and r["mean_cost"] <= c]
-            cells.append(f"{max(ok):.4f}" if ok else "–")
-        lines.append(f"| {m} | " + " | ".join(cells) + " |")
+    for m, group in by_method(rows).items():
+        best = [max((r["accuracy"] for r in group if r["mean_cost"] <= c), default=None) for c in caps]
+        lines.append(f"| {m} | " + " | ".join("–" if a is None else f"{a:.4f}" for a in best) + " |")
     return "\n".join(lines)
 
 
@@ -205,10 +204,7 @@ def main(argv=None):
             fh.write(text + "\n")
         try:
             from skinflint.plot import plot_cost_accuracy
-            by_method = {}
-            for r in rows:
-                by_method.setdefault(r["method"].split(" (")[0], []).append(r)
-            plot_cost_accuracy(by_method, os.path.join(args.out, f"{name}.png"),
+            plot_cost_accuracy(by_method(rows), os.path.join(args.out, f"{name}.png"),
                                title=f"{name}: accuracy against mean cost per row (Yahoo-like costs)",
                                log_cost=True)
         except ImportError as e:

@@ -14,6 +14,7 @@ has no node for.)
 from __future__ import annotations
 
 import numpy as np
+from sklearn.frozen import FrozenEstimator
 from sklearn.utils.metaestimators import available_if
 
 from .. import ir
@@ -97,10 +98,6 @@ def unfrozen(svm):
     ``FrozenEstimator`` (which ``clone``, hence ``GridSearchCV`` and
     ``cost_accuracy_curve``, keeps fitted; a bare fitted estimator is cloned
     unfitted)."""
-    try:
-        from sklearn.frozen import FrozenEstimator
-    except ImportError:      # scikit-learn < 1.6
-        return svm
     return svm.estimator if isinstance(svm, FrozenEstimator) else svm
 
 
