@@ -46,6 +46,7 @@ last bits (docs/numerics.md).
 """
 from __future__ import annotations
 
+import numpy as np
 import onnx
 from onnx import TensorProto, helper
 
@@ -80,10 +81,11 @@ def compile_onnx(model, *, opset=None, mode="exact", budget=True, features_used=
     tab = lower(model) if tables is None else tables
     g = Graph()
     inputs = [helper.make_tensor_value_info("X", F32, ["N", model.n_features])]
+    X, b = padded_inputs(g, model.n_features, budget and mode == "exact")
     if mode == "fast":
-        outputs = finish(g, model, fast_scores(tab, g, tree_op), None)
+        outputs = finish(g, model, fast_scores(tab, g, tree_op, X), None)
     else:
-        scores, cost, stage, used = exact_graph(Setup(model, tab, g, tree_op), with_budget=budget)
+        scores, cost, stage, used = exact_graph(Setup(model, tab, g, tree_op, X, b), with_budget=budget)
         outputs = finish(g, model, scores, (cost, stage, used if features_used else None))
         if budget:
             inputs.append(helper.make_tensor_value_info("budget", F64, ["N"]))
@@ -96,6 +98,22 @@ def compile_onnx(model, *, opset=None, mode="exact", budget=True, features_used=
     match_constant_ranks(proto)
     onnx.checker.check_model(proto, full_check=True)
     return proto
+
+
+def padded_inputs(g: Graph, F, with_budget):
+    """("X" and "budget" with one more row, the padding row): every op of
+    the graph then sees at least one row, by construction.  onnxruntime
+    1.16-1.30 dies with SIGFPE on an empty batch in TopK (the sort of an
+    empty subset of rows, e.g. when no row's budget binds), and older
+    runtimes mishandle other ops over empty axes; no op here ever gets one.
+    The padding row has budget -1, so it is always over its budget and the
+    subset of rows sorted for their halt (onnx_cost.Costs._pay) is never
+    empty either.  ``finish`` drops the row from every output."""
+    with g.scope("in", root=True):
+        X = g.op("Concat", "X", g.const(np.zeros((1, F), np.float32)), axis=0)
+        if not with_budget:
+            return X, None
+        return X, g.op("Concat", "budget", g.const(np.array([-1.0])), axis=0)
 
 
 def exact_graph(setup: Setup, with_budget):

@@ -236,7 +236,7 @@ class Costs(Part):
             if others.size:
                 parts.append(self.static_active(self.static(others), mask))
             costs = np.concatenate([gc[groups], fc[feats], t.tree_cost[trees], t.sv_cost[svs]])
-            budget = "budget" if with_budget else None
+            budget = self.budget if with_budget else None
             never = rows_like(g, self.X, self.never, np.int64)
         if parts:
             with g.scope("pay", root=True):

@@ -15,7 +15,8 @@ F32, F64, I64, BOOL = TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.INT64, 
 
 
 def finish(g: Graph, model, scores, extra):
-    """Canonical NaNs, the ONNX-ML prediction outputs, then scores and cost.
+    """Canonical NaNs, the ONNX-ML prediction outputs, then scores and cost,
+    each without the last row (the padding row of compile_onnx).
     ``extra`` is (cost, stage, features_used or None), or None (fast mode)."""
     with g.scope("out", root=True):
         return _outputs(g, model, scores, extra)
@@ -33,7 +34,7 @@ def _outputs(g: Graph, model, scores, extra):
     outs = []
 
     def out(src, name, elem, shape):
-        g.rename(src, name)
+        g.rename(g.slice(src, 0, -1, 0), name)     # without the padding row (compile_onnx.padded_inputs)
         outs.append(helper.make_tensor_value_info(name, elem, shape))
 
     if task.kind == "regression":

@@ -60,9 +60,9 @@ class Setup:
     lowered tables, the graph, the tree operator, the unit layout, the tree
     paths and the static schedule; ``never`` is a slot after every slot."""
 
-    def __init__(self, model, tab: Tables, g: Graph, tree_op):
+    def __init__(self, model, tab: Tables, g: Graph, tree_op, X="X", budget="budget"):
         self.m, self.t, self.g, self.op = model, tab, g, tree_op
-        self.X = "X"
+        self.X, self.budget = X, budget
         self.F = model.n_features
         self.layout = UnitLayout(self.F, tab.tree_root.shape[0] if has_trees(tab) else 0,
                                  tab.sv_cost.shape[0] if has_kernels(tab) else 0)
@@ -79,7 +79,7 @@ class Part:
 
     def __init__(self, setup: Setup):
         self.m, self.t, self.g, self.op = setup.m, setup.t, setup.g, setup.op
-        self.X, self.F = setup.X, setup.F
+        self.X, self.budget, self.F = setup.X, setup.budget, setup.F
         self.layout, self.paths, self.sched, self.never = setup.layout, setup.paths, setup.sched, setup.never
 
 
@@ -355,7 +355,7 @@ class Values(Part):
             return g.concat(vals, 1)
 
 
-def fast_scores(tab: Tables, g: Graph, tree_op):
+def fast_scores(tab: Tables, g: Graph, tree_op, X="X"):
     """Fast mode: the output bank as one summed ensemble, one copy of the
     forest per output (a leaf casts one vote), plus the base score."""
     if tab.top_kind != KIND_TREES:
@@ -367,7 +367,7 @@ def fast_scores(tab: Tables, g: Graph, tree_op):
     forest = Forest.concat([ir_forest(tab, paths, trees, vote=lambda nodes, k=k: (
         np.full(nodes.size, k), tab.leaf_value[tab.tn_value[nodes] + k])) for k in range(K)])
     with g.scope("value/fast", root=True):
-        total = tree_ensemble(g, "X", forest, K, tree_op)
+        total = tree_ensemble(g, X, forest, K, tree_op)
         if not tab.top_f64:
             return g.op("Add", total, g.const(tab.bias[tab.node_bias[n]: tab.node_bias[n] + K][None]))
         # a float64 bank: its leaves voted as float32 (rounded), the sum is

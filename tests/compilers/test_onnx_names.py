@@ -7,7 +7,7 @@ from skinflint import ir
 from skinflint.compilers.onnx import compile_onnx
 from tests.conftest import example_paths, load_example
 
-PURPOSES = ("leaf/", "value/", "touch/", "pay/", "route/", "out/")
+PURPOSES = ("in/", "leaf/", "value/", "touch/", "pay/", "route/", "out/")
 
 
 @pytest.mark.parametrize("path", example_paths(), ids=lambda p: p.rsplit("/", 1)[-1])
