@@ -7,7 +7,6 @@ anything else raises ``ValueError``.
 """
 from __future__ import annotations
 
-
 import numpy as np
 
 _SCALAR = {b"i": ">i1", b"U": ">u1", b"I": ">i2", b"l": ">i4", b"L": ">i8", b"d": ">f4", b"D": ">f8"}
@@ -106,7 +105,13 @@ class _Reader:
 def loads(buf) -> dict:
     """Decode one UBJSON document (typed numeric arrays become ndarrays)."""
     r = _Reader(buf)
-    return r.value(r.marker(), 0)
+    try:
+        out = r.value(r.marker(), 0)
+    except UnicodeDecodeError:
+        raise ValueError(f"UBJSON: a string at byte {r.i} is not UTF-8 (a damaged file)") from None
+    if r.i != len(r.b):
+        raise ValueError(f"UBJSON: {len(r.b) - r.i} bytes after the end of the document (a damaged file)")
+    return out
 
 
 __all__ = ["loads"]

@@ -2,8 +2,9 @@
 
 The importer reads LightGBM's text model (``Booster.model_to_string()`` or a
 model file), whose thresholds and leaf values are printed with 17 digits, so
-they parse to LightGBM's own doubles exactly.  Conversion, per feature of the
-model:
+they parse to LightGBM's own doubles exactly; the text is checked against
+every declaration it makes (``_lightgbm_text``), so a damaged file is
+refused naming the tree and field.  Conversion, per feature of the model:
 
 * ``double(x) <= t`` becomes the float32 test ``x <= t32`` with ``t32`` the
   largest float32 <= t (``thresholds.le_threshold``): every float32 row
@@ -45,7 +46,9 @@ import os
 import numpy as np
 
 from ..ir import builders
+from ..ir.json_io import MAX_FILE_BYTES
 from ._common import bank_model, one_hot_values, resolve_costs
+from ._lightgbm_text import parse_model_text
 from .thresholds import clamp_infinite, le_threshold, le_zero_region
 
 K_ZERO_THRESHOLD = 1e-35          # LightGBM's kZeroThreshold (a float constant)
@@ -55,42 +58,26 @@ _MISSING = {0: "None", 1: "Zero", 2: "NaN"}
 
 
 def _model_text(model, num_iteration):
-    import lightgbm as lgb
+    """The model's text and the iterations still to cut from it: a file is
+    read here, not by LightGBM, whose loader takes a file cut short between
+    two trees as a smaller model."""
     if hasattr(model, "booster_"):
         model = model.booster_
-    if isinstance(model, lgb.Booster):
-        return model.model_to_string(num_iteration=num_iteration)
     if isinstance(model, (str, os.PathLike)):
         if isinstance(model, str) and model.lstrip().startswith("tree\n"):
-            return model
+            return model.lstrip(), num_iteration
         if not os.path.exists(model):
             raise FileNotFoundError(f"{os.fspath(model)}: no such LightGBM model file")
-        return lgb.Booster(model_file=os.fspath(model)).model_to_string(num_iteration=num_iteration)
+        with open(model, "rb") as fh:
+            raw = fh.read(MAX_FILE_BYTES + 1)
+        if len(raw) > MAX_FILE_BYTES:
+            raise ValueError(f"{os.fspath(model)}: larger than {MAX_FILE_BYTES} bytes; not read")
+        return raw.decode("utf-8", errors="replace"), num_iteration
+    import lightgbm as lgb
+    if isinstance(model, lgb.Booster):
+        return model.model_to_string(num_iteration=num_iteration), None
     raise TypeError(f"from_lightgbm: expected a LightGBM Booster, LGBMModel, model file or model "
                     f"string, got {type(model).__name__}")
-
-
-def _sections(text):
-    """The header dict and one dict per tree, values as strings."""
-    head, trees, cur = {}, [], None
-    for line in text.split("\n"):
-        if line.startswith("Tree="):
-            cur = {}
-            trees.append(cur)
-            continue
-        if line.startswith("end of trees"):
-            break
-        k, eq, v = line.partition("=")
-        if eq or (cur is None and k.strip()):      # a bare flag such as average_output
-            (head if cur is None else cur)[k.strip()] = v
-    return head, trees
-
-
-def _arr(t, key, dtype, i):
-    try:
-        return np.array(t[key].split(), dtype)
-    except KeyError:
-        raise ValueError(f"LightGBM model: tree {i} has no {key!r} line; the file is damaged") from None
 
 
 def _tree(t, i, n_class, klass, feature_names):
@@ -99,20 +86,18 @@ def _tree(t, i, n_class, klass, feature_names):
         raise ValueError("LightGBM linear trees (linear_tree=True) are not supported by the importer; "
                          "retrain with linear_tree=False")
     n_leaves = int(t["num_leaves"])
-    leaf_value = _arr(t, "leaf_value", np.float64, i)
+    leaf_value = t["leaf_value"]
     if n_leaves == 1:
         val = leaf_value[:1]
         return {"feature": [-1], "threshold": [0.0], "left": [-1], "right": [-1],
                 "value": one_hot_values(val, klass, n_class) if n_class > 1 else val,
                 "missing_left": [True]}
-    if int(t.get("num_cat", "0")) > 0:
+    if int(t["num_cat"]) > 0:
         raise ValueError(f"LightGBM categorical splits (tree {i}) are not supported by the importer; "
                          "one-hot encode the categories or train without categorical_feature")
-    feat = _arr(t, "split_feature", np.int64, i)
-    t64 = _arr(t, "threshold", np.float64, i)
+    feat, t64 = t["split_feature"], t["threshold"]
     thr = _zero_band_threshold(t64, clamp_infinite(le_threshold(t64)))
-    dt = _arr(t, "decision_type", np.int64, i)
-    lc, rc = _arr(t, "left_child", np.int64, i), _arr(t, "right_child", np.int64, i)
+    dt, lc, rc = t["decision_type"], t["left_child"], t["right_child"]
     n_int = n_leaves - 1
     default_left = (dt & 2) != 0
     missing = (dt >> 2) & 3
@@ -169,7 +154,7 @@ def _zero_band_tree(feat, thr, lc, rc, default_left, missing_left, leaf_value, z
         if len(out["feature"]) >= MAX_ZERO_BAND_NODES:
             raise ValueError(f"LightGBM zero_as_missing splits in tree {i} need more than "
                              f"{MAX_ZERO_BAND_NODES} float32 tests; retrain with zero_as_missing=False")
-        for k, x in zip(out, (f, t, -1, -1, ml, v)):
+        for k, x in zip(out, (f, t, -1, -1, ml, v), strict=True):
             out[k].append(x)
         return len(out["feature"]) - 1
 
@@ -247,9 +232,7 @@ def from_lightgbm(model, costs=None, *, classes=None, raw_margin=False, num_iter
     """
     if classes is None and hasattr(model, "classes_"):
         classes = tuple(model.classes_)
-    head, trees = _sections(_model_text(model, num_iteration))
-    if not trees:
-        raise ValueError("from_lightgbm: the model has no trees")
+    head, trees = parse_model_text(*_model_text(model, num_iteration))
     n_class = int(head.get("num_tree_per_iteration", head.get("num_class", "1")))
     n_features = int(head["max_feature_idx"]) + 1
     names = head.get("feature_names", "").split() or None

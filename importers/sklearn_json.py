@@ -17,7 +17,7 @@ The format (version 1), one JSON object::
      "feature_names": [...] or null,
      "task": {"kind": "regression" | "binary" | "multiclass", "n_outputs": K,
               "classes": [...], "transform": "identity" | "logistic" | "softmax"},
-     "base_score": [K doubles], "divisor": d,
+     "base_score": [K doubles], "divisor": d, "n_trees": T,
      "trees": [{"feature": [M ints, -1 at leaves],
                 "threshold": [M doubles: go left when double(x) <= threshold;
                               "inf" / "-inf" where scikit-learn's is infinite],
@@ -25,8 +25,10 @@ The format (version 1), one JSON object::
                 "missing_left": [M bools: where NaN goes],
                 "value": [M * K doubles, row-major]}, ...]}
 
-Trees are in scikit-learn's summation order; the margin is ``(base_score +
-v_0 + v_1 + ...) / divisor`` in double.  Doubles are written with Python's
+``n_trees`` (optional, checked when present; ``to_json`` writes it) is the
+length of ``trees``, so a file that lost a tree is refused instead of read
+as a smaller ensemble.  Trees are in scikit-learn's summation order; the
+margin is ``(base_score + v_0 + v_1 + ...) / divisor`` in double.  Doubles are written with Python's
 shortest round-trip repr, so they read back bit for bit.
 """
 from __future__ import annotations
@@ -67,7 +69,7 @@ def _thresholds_in(value, field, M):
         raise IRError(f"{field}: expected a list, got {type(value).__name__}")
     inf = {"inf": np.inf, "-inf": -np.inf}
     is_inf = [isinstance(v, str) and v in inf for v in value]
-    out = np.array(float64_array([0.0 if b else v for v, b in zip(value, is_inf)], field, length=M))
+    out = np.array(float64_array([0.0 if b else v for v, b in zip(value, is_inf, strict=True)], field, length=M))
     for i in np.flatnonzero(is_inf):
         out[i] = inf[value[i]]
     return out
@@ -89,6 +91,7 @@ def to_dict(est) -> dict:
             "task": {"kind": task.kind, "n_outputs": task.n_outputs,
                      "classes": [_py(c) for c in task.classes], "transform": task.transform},
             "base_score": np.asarray(base, np.float64).tolist(), "divisor": float(divisor),
+            "n_trees": len(trees),
             "trees": [{"feature": t["feature"].tolist(), "threshold": _thresholds_out(t["threshold"]),
                        "left": t["left"].tolist(), "right": t["right"].tolist(),
                        "missing_left": t["missing_left"].tolist(),
@@ -160,6 +163,8 @@ def from_sklearn_json(source, costs=None):
     trees = _field(d, "trees", "")
     if not isinstance(trees, list) or not trees or len(trees) > MAX_TREES:
         raise IRError(f"trees: expected a list of 1 to {MAX_TREES} trees")
+    if "n_trees" in d and scalar_int(d["n_trees"], "n_trees", low=1, high=MAX_TREES) != len(trees):
+        raise IRError(f"trees: {len(trees)} trees, n_trees declares {d['n_trees']}; the file is damaged")
     raw = []
     for i, tr in enumerate(trees):
         w = f"trees[{i}]"

@@ -33,7 +33,8 @@ import os
 import numpy as np
 
 from ..ir import builders
-from . import _ubjson
+from ..ir.json_io import MAX_FILE_BYTES
+from . import _ubjson, _xgboost_check
 from ._common import bank_model, one_hot_values, resolve_costs
 from .thresholds import lt_threshold
 
@@ -44,18 +45,30 @@ _MULTICLASS = {"multi:softprob": "softmax", "multi:softmax": "softmax"}
 
 
 def _booster(model):
-    """An ``xgboost.Booster`` from a booster, an sklearn wrapper, a path or bytes."""
+    """An ``xgboost.Booster`` from a booster, an sklearn wrapper, a path or
+    bytes; a file's bytes are checked (``_xgboost_check``) before XGBoost
+    reads them."""
     import xgboost as xgb
     if isinstance(model, xgb.Booster):
         return model
     if hasattr(model, "get_booster"):
         return model.get_booster()
-    if isinstance(model, (bytes, bytearray)):
-        return xgb.Booster(model_file=bytearray(model))
     if isinstance(model, (str, os.PathLike)):
         if not os.path.exists(model):
             raise FileNotFoundError(f"{os.fspath(model)}: no such XGBoost model file")
-        return xgb.Booster(model_file=os.fspath(model))
+        with open(model, "rb") as fh:
+            raw = fh.read(MAX_FILE_BYTES + 1)
+        if len(raw) > MAX_FILE_BYTES:
+            raise ValueError(f"{os.fspath(model)}: larger than {MAX_FILE_BYTES} bytes; not read")
+        model = raw
+    if isinstance(model, (bytes, bytearray)):
+        _xgboost_check.check_document(_xgboost_check.decode(model))
+        try:
+            return xgb.Booster(model_file=bytearray(model))
+        except xgb.core.XGBoostError as e:           # what XGBoost itself refuses, in one line
+            why = str(e).split("\n")[0].split(": ", 2)[-1]
+            raise ValueError(f"XGBoost model: XGBoost refuses the file ({why}); the file is damaged "
+                             "or not an XGBoost model") from None
     raise TypeError(f"from_xgboost: expected an xgboost Booster, XGBModel, model file or bytes, "
                     f"got {type(model).__name__}")
 
@@ -152,7 +165,9 @@ def from_xgboost(model, costs=None, *, classes=None, raw_margin=False, base_marg
         if best is not None and best + 1 < booster.num_boosted_rounds():
             booster = booster[: best + 1]
     learner_json = booster.save_raw("json").decode()
-    d = _ubjson.loads(booster.save_raw("ubj"))["learner"]
+    doc = _ubjson.loads(booster.save_raw("ubj"))
+    _xgboost_check.check_document(doc)
+    d = doc["learner"]
     gb = d["gradient_booster"]
     if gb["name"] == "dart":
         raise ValueError("XGBoost DART boosters scale each tree by its weight_drop at prediction "

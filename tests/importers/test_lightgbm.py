@@ -90,6 +90,12 @@ def test_sklearn_wrapper_file_and_string(tmp_path):
     want = ReferenceRuntime(m).predict(X).scores
     assert same_bits64(ReferenceRuntime(from_lightgbm(path)).predict(X).scores, want)
     assert same_bits64(ReferenceRuntime(from_lightgbm(clf.booster_.model_to_string())).predict(X).scores, want)
+    # the file is read by the importer (not LightGBM's loader): num_iteration
+    # keeps LightGBM's meaning, iterations of num_tree_per_iteration trees
+    part = from_lightgbm(clf.booster_, num_iteration=3)
+    assert ir.to_json(from_lightgbm(path, num_iteration=3)) == ir.to_json(part)
+    assert same_bits64(ReferenceRuntime(part).predict(X).scores,
+                       clf.booster_.predict(X, raw_score=True, num_iteration=3))
 
 
 def test_zero_as_missing_splits_follow_lightgbm_in_and_around_the_zero_band():
