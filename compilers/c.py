@@ -14,12 +14,11 @@ import jinja2
 import numpy as np
 
 from ..ir import numerics
-from ..ir.codes import C_DEFINES
+from ..ir.codes import C_DEFINES, KIND_CASCADE, KIND_CTREE, KIND_KERNEL, KIND_LINEAR, KIND_TREES
 from ..ir.costs import static_cost
-from ..ir.codes import KIND_CASCADE, KIND_CTREE, KIND_KERNEL, KIND_LINEAR, KIND_TREES
+from ..ir.json_io import model_hash
 from ..ir.lowering import lower
 from . import package_version
-from ..ir.json_io import model_hash
 
 # The flags every build of generated code uses: C99, no contraction into FMA.
 C_FLAGS = ["-std=c99", "-ffp-contract=off"]
@@ -118,6 +117,106 @@ def _words(n):
     return max((n + 31) // 32, 1)
 
 
+def uint_type(max_value) -> str:
+    """The narrowest C unsigned type holding 0..``max_value``."""
+    for bits in (8, 16, 32):
+        if max_value < 2 ** bits:
+            return f"uint{bits}_t"
+    raise ValueError(f"a table value of {max_value} does not fit 32 bits")
+
+
+def tree_layout(t, n_features, inline_leaves) -> dict:
+    """The tree nodes of ``t`` (``ir.lowering`` tables) laid out for the C
+    walk: each tree breadth first, so a split's children are neighbours
+    (right = left + 1) and one offset, ``left - node``, finds both; a leaf
+    points at itself (offset 0) and reads the feature slot ``n_features``,
+    which the walks never take right, so a fixed number of steps parks every
+    row on its leaf without a branch.  ``fm`` packs ``feature << 1`` with 1
+    when a missing value goes right.  ``thr`` holds the threshold of a split
+    and, when ``inline_leaves`` (one float32 output per leaf), the leaf's
+    value; otherwise ``value`` is the leaf's offset into ``leaf_value``.
+    Returns the arrays with ``root`` and ``depth`` (split levels) per tree."""
+    left, right, roots = t.tn_left, t.tn_right, t.tree_root
+    T = roots.shape[0]
+    depth = np.zeros(T, np.int64)
+    # breadth first for all trees at once, one level per pass: children are
+    # appended in their parent's order, left then right
+    frontier, ftree, levels, level_tree = roots.astype(np.int64), np.arange(T), [], []
+    d = 0
+    while frontier.size:
+        levels.append(frontier)
+        level_tree.append(ftree)
+        split = left[frontier] >= 0
+        depth[ftree[split]] = d + 1
+        frontier = np.stack([left[frontier[split]], right[frontier[split]]], 1).ravel().astype(np.int64)
+        ftree = np.repeat(ftree[split], 2)
+        d += 1
+    nodes = np.concatenate(levels) if levels else np.zeros(0, np.int64)
+    trees = np.concatenate(level_tree) if levels else np.zeros(0, np.int64)
+    order = nodes[np.argsort(trees, kind="stable")]          # new position -> lowered node
+    new = np.full(left.shape[0], -1, np.int64)
+    new[order] = np.arange(order.shape[0])
+    is_split = left[order] >= 0
+    pos = np.arange(order.shape[0])
+    off = np.where(is_split, new[np.maximum(left[order], 0)] - pos, 0)
+    if np.any(is_split & (new[np.maximum(right[order], 0)] != pos + off + 1)):
+        raise AssertionError("tree layout: a split's children are not neighbours")
+    fm = np.where(is_split, (t.tn_feature[order].astype(np.int64) << 1) | (1 - t.tn_missing_left[order]),
+                  n_features << 1)
+    if inline_leaves:
+        thr = np.where(is_split, t.tn_threshold[order], t.leaf_value[t.tn_value[order]])
+    else:
+        thr = np.where(is_split, t.tn_threshold[order], 0.0)
+    value = np.where(is_split, 0, t.tn_value[order])
+    return dict(root=new[roots] if T else np.zeros(1, np.int64), depth=depth if T else np.zeros(1, np.int64),
+                fm=fm, off=off, thr=thr.astype(np.float32), value=value, order=order, n_nodes=order.shape[0])
+
+
+def _drop_list(t, layout, first, count, n_features):
+    """For the batch walk of bank trees ``first .. first + count - 1``: the
+    features they split on, ordered by the last tree using each (ties by
+    feature), as (features, last trees relative to ``first``).  A row that
+    has paid for every feature still used by the trees left cannot pay
+    anything but tree costs again, and skips the per-row path walk."""
+    roots, fm, M = layout["root"], layout["fm"], layout["n_nodes"]
+    if count == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    ends = np.append(roots[1:], M) if roots.shape[0] else np.zeros(0, np.int64)
+    tree_of = np.repeat(np.arange(roots.shape[0]), ends - roots)
+    feat = fm >> 1
+    mine = (tree_of >= first) & (tree_of < first + count) & (feat < n_features)
+    last = np.full(n_features, -1, np.int64)
+    np.maximum.at(last, feat[mine], tree_of[mine] - first)
+    used = np.flatnonzero(last >= 0)
+    o = np.lexsort((used, last[used]))
+    return used[o], last[used][o]
+
+
+def feature_macros(names, prefix) -> list[tuple[str, int]]:
+    """``<PREFIX>_FEATURE_<NAME>`` index constants: each name upper-cased
+    with every character outside [A-Z0-9_] replaced by "_".  Names that
+    collide (or would) take their index as a suffix, ``_<index>``, repeated
+    until unique: deterministic for a given list of names."""
+    base = [f"{prefix.upper()}_FEATURE_{re.sub(r'[^A-Z0-9_]', '_', n.upper())}" for n in names]
+    counts: dict[str, int] = {}
+    for b in base:
+        counts[b] = counts.get(b, 0) + 1
+    out = [b if counts[b] == 1 else f"{b}_{i}" for i, b in enumerate(base)]
+    while len(set(out)) < len(out):
+        seen: set[str] = set()
+        for i, b in enumerate(out):
+            if b in seen:
+                out[i] = f"{b}_{i}"
+            seen.add(out[i])
+    return list(zip(out, range(len(out))))
+
+
+def _block_rows(n_features) -> int:
+    """Rows per block of the batch walk: 16, fewer when the block's copy of
+    its rows would pass 16 KB of stack."""
+    return int(max(1, min(16, 16384 // (4 * (n_features + 1)))))
+
+
 def render(model, prefix="model", *, tables=None) -> dict[str, str]:
     """The generated sources as {file name: text}.  ``tables``:
     ``ir.lowering.lower(model)`` when the caller has it already."""
@@ -136,6 +235,26 @@ def render(model, prefix="model", *, tables=None) -> dict[str, str]:
                      else _c_ints(v))
               for name, v in t.arrays().items() if isinstance(v, np.ndarray)}
     tables.update(top=t.top)
+    batch_trees = t.top_kind == KIND_TREES
+    walk = {}
+    if KIND_TREES in kinds:
+        # one float32 value per leaf (no float64 bank, every bank one output wide): the leaf's value
+        # sits in its threshold slot and the walk needs no value table (docs/c.md, compact tables)
+        inline = not bool(np.any(t.node_f64)) and bool(np.all(t.node_width[t.node_kind == KIND_TREES] == 1))
+        lay = tree_layout(t, F, inline)
+        walk = dict(inline_leaves=inline, root=_c_ints(lay["root"]), fm=_c_ints(lay["fm"]),
+                    off=_c_ints(lay["off"]), thr=_c_floats(lay["thr"]), value=_c_ints(lay["value"]),
+                    depth=_c_ints(lay["depth"]), root_t=uint_type(max(int(lay["root"].max()), 1)),
+                    fm_t=uint_type(2 * F + 1), off_t=uint_type(max(int(lay["off"].max(initial=0)), 1)),
+                    value_t=uint_type(max(int(lay["value"].max(initial=0)), 1)),
+                    depth_t=uint_type(max(int(lay["depth"].max(initial=0)), 1)),
+                    tree_cost_zero=not bool(np.any(t.tree_cost)))
+        if batch_trees:
+            first, count = int(t.node_first[t.top]), int(t.node_count[t.top])
+            drop_feat, drop_tree = _drop_list(t, lay, first, count, F)
+            walk.update(first=first, count=count, n_drop=int(drop_feat.shape[0]),
+                        drop_feat=_c_ints(drop_feat) or "0", drop_tree=_c_ints(drop_tree) or "0",
+                        drop_feat_t=uint_type(max(F, 1)), drop_tree_t=uint_type(max(count, 1)))
     ctx = dict(
         prefix=prefix, PREFIX=prefix.upper(), guard=f"SKINFLINT_{prefix.upper()}_H",
         version=package_version(), hash=model_hash(model)[:16], task_kind=task.kind,
@@ -160,6 +279,8 @@ def render(model, prefix="model", *, tables=None) -> dict[str, str]:
         LN2_HI=_float_constant(numerics.LN2_HI), LN2_LO=_float_constant(numerics.LN2_LO),
         C=[_float_constant(c) for c in numerics.EXP_POLY], TWO_M64=_float_constant(numerics.TWO_M64),
         TWO=_float_constant(numerics.TWO),
+        walk=walk, batch_trees=batch_trees, block_rows=_block_rows(F),
+        feature_macros=feature_macros([f.name for f in model.features], prefix),
     )
     ctx["ws_bytes"] = 4 * (ctx["fw"] + ctx["gw"] + ctx["tw"] + ctx["nw"] + ctx["T_arr"] + ctx["A"]
                            + ctx["F_arr"] + 2 * ctx["D"]) + (8 * ctx["A"] if ctx["has_f64"] else 0)

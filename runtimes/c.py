@@ -3,8 +3,10 @@
 ``CRuntime(model, api="dense"|"lazy", cc=None, target=None)`` renders the
 model's C (``compilers.c``) once.  On the host (``target=None``) it builds a
 shared library into a cache keyed by the source text, compiler and flags,
-and loads it: ``api="dense"`` uses the flat batch entry point,
-``api="lazy"`` drives the on-demand API row by row with a fetch callback
+and loads it: ``api="dense"`` uses the flat batch entry point (a
+model whose output is a tree bank walks blocks of rows through each tree;
+``api="rows"`` builds it to walk one row at a time), ``api="lazy"``
+drives the on-demand API row by row with a fetch callback
 that counts its calls (``Prediction.fetches``).  With ``target`` (a name in
 ``runtimes.c_targets.TARGETS``: a cross compiler under qemu, a sanitizer
 build) each ``predict`` builds a program with the rows embedded and runs it
@@ -74,10 +76,12 @@ class CRuntime:
     ``ir.lowering.lower(model)`` when the caller has it already."""
 
     def __init__(self, model, *, api="dense", cc=None, target=None, opt="-O2", flags=(), tables=None):
-        if api not in ("dense", "lazy"):
-            raise ValueError(f"api must be 'dense' or 'lazy', not {api!r}")
+        if api not in ("dense", "lazy", "rows"):
+            raise ValueError(f"api must be 'dense', 'lazy' or 'rows', not {api!r}")
+        if api == "rows" and target is not None:
+            raise ValueError("api='rows' runs on the host only (a target's dense run is the batch walk)")
         self.model, self.api, self.target = model, api, target
-        self.name = ("c-lazy" if api == "lazy" else "c") + (f"@{target}" if target else "")
+        self.name = {"dense": "c", "lazy": "c-lazy", "rows": "c-rows"}[api] + (f"@{target}" if target else "")
         self.sources = render(model, PREFIX, tables=tables)
         self._P = model.task.n_proba
         # a float64 output bank returns double scores (docs/numerics.md)
@@ -90,7 +94,9 @@ class CRuntime:
                 raise ValueError("target sets its own compiler and flags: pass cc/flags only for the host")
             return
         self.cc = find_cc(cc)
-        self.flags = [opt, *flags]
+        # "rows": the dense entry points built to walk one row at a time
+        # (<PREFIX>_ROW_BY_ROW), the evaluator the batch walk must equal
+        self.flags = [opt, *flags] + ([f"-D{PREFIX.upper()}_ROW_BY_ROW"] if api == "rows" else [])
         self.library_path = build_shared(self.sources, self.cc, self.flags)
         self._lib = ctypes.CDLL(self.library_path)
         self._bind()

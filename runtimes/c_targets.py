@@ -104,7 +104,7 @@ def build_program(model, X, budgets, target: Target, work_dir, sources=None) -> 
     F, K, P = model.n_features, model.task.n_outputs, model.task.n_proba
     main = _env.get_template("parity_main.c.j2").render(
         prefix="sfm", n_rows=len(X), row_bits=row_bits, budget_bits=budget_bits, F=F,
-        F_arr=max(F, 1), K=K, P=P, wide=model.output_is_float64)
+        F_arr=max(F, 1), K=K, P=P, wide=model.output_is_float64, chunk=16)
     with open(os.path.join(work_dir, "parity_main.c"), "w") as fh:
         fh.write(main)
     exe = os.path.join(work_dir, "parity")

@@ -1,0 +1,113 @@
+"""The batch entry points of generated C (issue 30): a model whose output is
+a tree bank walks blocks of rows through each tree without branching on the
+data, and must equal the per-row evaluator (``CRuntime(api="rows")``, the
+same sources built with ``<PREFIX>_ROW_BY_ROW``) and the reference bit for
+bit: scores, probabilities, labels, cost, stage and features used, with
+budgets that halt rows inside a block."""
+import ctypes
+
+import numpy as np
+import pytest
+
+from skinflint.ir.random_model import random_model, with_float64_banks
+from skinflint.runtimes.c import CRuntime
+from skinflint.runtimes.reference import predict
+from skinflint.verify import verify
+from tests.conftest import load_example
+
+TREE_TOPS = ["trees", "groups", "multiclass"]
+
+
+def _same(a, b):
+    """Bit-for-bit equality of two Predictions (NaN equal to NaN)."""
+    for name in ("scores", "proba", "cost", "stage", "features_used"):
+        x, y = getattr(a, name), getattr(b, name)
+        if x is None or y is None:
+            assert x is None and y is None, name
+            continue
+        x, y = np.asarray(x), np.asarray(y)
+        assert x.dtype == y.dtype and x.shape == y.shape, name
+        assert np.array_equal(x.view(np.uint8), y.view(np.uint8)) if x.dtype.kind == "f" else \
+            np.array_equal(x, y), name
+
+
+def _rows_and_budgets(model, n=53, seed=0):
+    """n rows (not a multiple of a block) with NaNs, values on thresholds,
+    and budgets that stop rows at every point: none, negative, zero, and
+    fractions of each row's own cost."""
+    rng = np.random.default_rng(seed)
+    F = model.n_features
+    X = rng.normal(size=(n, F)).astype(np.float32)
+    X[rng.random((n, F)) < 0.1] = np.nan
+    thr = np.concatenate([nd.threshold[nd.feature >= 0] for nd in model.nodes if nd.kind == "trees"])
+    if thr.size:
+        on = rng.random((n, F)) < 0.2
+        X[on] = rng.choice(thr, on.sum())
+    full = predict(model, X).cost
+    b = full * rng.choice([0.0, 0.3, 0.6, 0.99, 1.0, 2.0], n)
+    b[rng.random(n) < 0.2] = np.inf
+    b[:3] = [-1.0, 0.0, np.inf]
+    return X, b
+
+
+def _models():
+    out = {name: load_example(name) for name in TREE_TOPS}
+    seeds = range(12)
+    out.update({f"random{s}": random_model(s, kinds=("trees",)) for s in seeds})
+    out.update({f"random{s}-f64": with_float64_banks(random_model(s, kinds=("trees",))) for s in seeds[:4]})
+    return out
+
+
+MODELS = _models()
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_batch_walk_equals_the_per_row_evaluator_and_the_reference(name):
+    m = MODELS[name]
+    assert m.nodes[m.output].kind == "trees"
+    X, b = _rows_and_budgets(m)
+    batch, rows = CRuntime(m), CRuntime(m, api="rows")
+    assert "ROW_BY_ROW" in " ".join(rows.flags) and "ROW_BY_ROW" not in " ".join(batch.flags)
+    got = batch.predict(X, budget=b)
+    _same(got, rows.predict(X, budget=b))
+    _same(got, predict(m, X, b))
+    assert (got.stage < m.nodes[m.output].n_trees - 1).any(), "some budget must halt a row"
+    # and the adversarial rows with budgets around each row's cost
+    report = verify(m, runtimes=[batch, rows], max_rows=600)
+    assert report.ok, report.table()
+
+
+def test_predict_batch_fills_result_structs_across_blocks():
+    """The struct entry point, NULL budgets and a batch spanning blocks."""
+    m = load_example("multiclass")
+    X, _ = _rows_and_budgets(m, n=41)
+    rt = CRuntime(m)
+    res = (rt._Result * len(X))()
+    rt._lib.sfm_predict_batch.argtypes = [ctypes.c_void_p, ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p]
+    rt._lib.sfm_predict_batch(X.ctypes.data, len(X), None, ctypes.addressof(res))
+    ref = predict(m, X)
+    scores = np.array([list(r.scores) for r in res], np.float32)
+    assert np.array_equal(scores.view(np.uint32), ref.scores.view(np.uint32))
+    assert [r.cost for r in res] == ref.cost.tolist()
+    assert [r.stage for r in res] == ref.stage.tolist()
+    assert [m.task.classes[r.label] for r in res] == list(ref.output)
+
+
+def test_a_trained_ensemble_on_rows_past_one_block():
+    from skinflint import datasets
+    from skinflint.trainers import GreedyMiserClassifier
+    ds = datasets.load_breast_cancer()
+    m = GreedyMiserClassifier(n_estimators=30, max_depth=3, cost_tradeoff=1e-3, verbose=0,
+                              feature_costs=ds.feature_costs, feature_groups=ds.feature_groups,
+                              group_costs=ds.group_costs, random_state=0).fit(ds.X, ds.y).model_
+    X = ds.X[:300].astype(np.float32)
+    full = predict(m, X).cost
+    b = full * np.linspace(0, 1.2, len(X))
+    got = CRuntime(m).predict(X, budget=b)
+    _same(got, CRuntime(m, api="rows").predict(X, budget=b))
+    _same(got, predict(m, X, b))
+
+
+def test_rows_api_refuses_a_target():
+    with pytest.raises(ValueError, match="host only"):
+        CRuntime(load_example("trees"), api="rows", target="aarch64")
