@@ -30,10 +30,10 @@ from common import timed  # noqa: E402
 
 from skinflint.datasets import load_spambase, make_xor10  # noqa: E402
 from skinflint.runtimes.reference import predict  # noqa: E402
-from skinflint.trainers.afr import AFRClassifier  # noqa: E402
+from skinflint.trainers.anytime.afr import AFRClassifier  # noqa: E402
 from skinflint.trainers.curves import cost_accuracy_curve  # noqa: E402
-from skinflint.trainers.greedy_miser import GreedyMiserClassifier  # noqa: E402
-from skinflint.trainers.linear_svm import LinearSVMClassifier  # noqa: E402
+from skinflint.trainers.boosting.greedy_miser import GreedyMiserClassifier  # noqa: E402
+from skinflint.trainers.linear.linear_svm import LinearSVMClassifier  # noqa: E402
 
 PAPER_XOR = {5: 0.76, 25: 0.84, 95: 0.98, math.inf: 1.0}    # Fig. 2, test accuracy
 LAMBDAS = (1e-4, 3e-4, 1e-3, 1.5e-3, 2e-3, 3e-3, 1e-2)

@@ -23,9 +23,9 @@ from common import timed  # noqa: E402
 
 from skinflint.datasets import load_letter, load_magic, load_spambase  # noqa: E402
 from skinflint.runtimes.reference import predict  # noqa: E402
-from skinflint.trainers.cvm import CVMClassifier, LARSSVMClassifier, n_vectors  # noqa: E402
-from skinflint.trainers.kernel_svm import KernelSVMClassifier, transform  # noqa: E402
-from skinflint.trainers.reduced_svm import ReducedSVMClassifier  # noqa: E402
+from skinflint.trainers.kernels.cvm import CVMClassifier, LARSSVMClassifier, n_vectors  # noqa: E402
+from skinflint.trainers.kernels.kernel_svm import KernelSVMClassifier, transform  # noqa: E402
+from skinflint.trainers.kernels.reduced_svm import ReducedSVMClassifier  # noqa: E402
 
 FRACTIONS = (0.01, 0.02, 0.05, 0.1, 0.2)
 

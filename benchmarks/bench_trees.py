@@ -28,8 +28,8 @@ import numpy as np
 
 from skinflint.datasets import load_spambase
 from skinflint.runtimes.reference import predict
-from skinflint.trainers.astc import ASTCClassifier, node_budgets_from
-from skinflint.trainers.cstc import CSTCClassifier
+from skinflint.trainers.trees.astc import ASTCClassifier, node_budgets_from
+from skinflint.trainers.trees.cstc import CSTCClassifier
 
 
 MIN_SPEEDUP = 10.0      # "ASTC is >= 10x faster to train than CSTC"

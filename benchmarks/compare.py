@@ -28,7 +28,7 @@ from tqdm.auto import tqdm
 from skinflint import datasets
 from skinflint.trainers import TRAINERS, KernelSVMClassifier, cost_accuracy_curve
 from skinflint.trainers.curves import budget_curve, model_row
-from skinflint.trainers.cvm import n_vectors
+from skinflint.trainers.kernels.cvm import n_vectors
 
 LOADERS = {
     "spambase": datasets.load_spambase,

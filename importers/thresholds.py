@@ -1,7 +1,7 @@
 """Split thresholds from other libraries as skinflint's float32 ``x <= t``.
 
 skinflint's IR sends a row left when ``x <= t`` with ``x`` and ``t`` both
-float32 (DESIGN.md § Numerics).  The source libraries compare differently:
+float32 (docs/numerics.md).  The source libraries compare differently:
 
 * LightGBM and scikit-learn compare the float32 input, widened to float64,
   against a float64 threshold: ``double(x) <= t``;

@@ -79,7 +79,7 @@ def float64_array(value, field, *, length=None) -> np.ndarray:
 
 
 def cost_array(value, field, *, length=None) -> np.ndarray:
-    """Costs are float64, finite and >= 0 (DESIGN.md, cost semantics)."""
+    """Costs are float64, finite and >= 0 (docs/costs.md)."""
     a = _as_float64(value, field, length)
     bad = ~np.isfinite(a) | (a < 0)
     if np.any(bad):

@@ -1,4 +1,4 @@
-"""Data-free cost queries (DESIGN.md § Cost semantics).
+"""Data-free cost queries (docs/costs.md).
 
 *Static* cost is the cost of every unit the model can touch: what a runtime
 pays when all features are extracted up front.  Lazy per-row cost needs data

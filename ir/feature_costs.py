@@ -3,8 +3,7 @@
 Every trainer, the CLI and ``skinflint.datasets`` read feature costs through
 ``FeatureCosts``, so the rules (finite, non-negative, one group per feature,
 every group priced) are checked in one place.  Cost units are the user's
-(milliseconds, joules, index lookups): the IR only adds them up (DESIGN.md §
-Cost semantics).  A group is a descriptor: the first feature fetched from it
+(milliseconds, joules, index lookups): the IR only adds them up (docs/costs.md).  A group is a descriptor: the first feature fetched from it
 pays the group's cost once, then each feature its own.
 """
 from __future__ import annotations

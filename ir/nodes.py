@@ -1,4 +1,4 @@
-"""Typed IR nodes (DESIGN.md § The IR).
+"""Typed IR nodes (docs/ir.md).
 
 Scoring nodes compute a float32 vector of width ``n_outputs`` (K; float64
 for a float64 tree bank that is the model's output):
@@ -247,7 +247,7 @@ class LinearNode:
     tree (``input_index`` = bank node, ``input_tree`` = tree, ``input_output``
     = leaf-value component) or a node output (``input_index`` = node,
     ``input_output`` = component).  An input whose weights are all zero is not
-    touched (DESIGN.md: a linear node touches inputs with nonzero weight).
+    touched (docs/costs.md: a linear node touches inputs with nonzero weight).
     """
     bias: np.ndarray
     input_kind: np.ndarray

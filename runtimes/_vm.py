@@ -1,7 +1,7 @@
 """The reference evaluator: a numba kernel over ``ir.lowering.Tables``.
 
 One row at a time (rows diverge: each has its own acquired set, budget and
-route), rows in parallel.  The semantics are DESIGN.md's lazy cost, refined
+route), rows in parallel.  The semantics are docs/costs.md's lazy cost, refined
 for on-demand evaluation (docs/costs.md):
 
 * a unit (feature with its group, tree, support vector) is paid the first

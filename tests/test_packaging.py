@@ -110,7 +110,7 @@ def test_a_type_checker_resolves_the_subpackages(tmp_path):
     write_tree(tmp_path / "static", REPO)
     probe = tmp_path / "probe.py"
     probe.write_text("from skinflint.ir import FeatureCosts\n"
-                     "from skinflint.trainers.booster import boost\n"
+                     "from skinflint.trainers.boosting.booster import boost\n"
                      "reveal_type(FeatureCosts.from_csv)\nreveal_type(boost)\n")
     env = {**os.environ, "MYPYPATH": str(tmp_path / "static")}
     r = subprocess.run([sys.executable, "-m", "mypy", "--config-file=", "--follow-imports=silent",
@@ -118,7 +118,7 @@ def test_a_type_checker_resolves_the_subpackages(tmp_path):
                        cwd=str(tmp_path))
     assert r.returncode == 0, r.stdout + r.stderr
     assert "-> skinflint.ir.feature_costs.FeatureCosts" in r.stdout, r.stdout
-    assert "skinflint.trainers.booster.BoostResult" in r.stdout, r.stdout
+    assert "skinflint.trainers.boosting.booster.BoostResult" in r.stdout, r.stdout
     # and the example the Makefile's typecheck target runs
     r = subprocess.run([sys.executable, "-m", "mypy", "--config-file=", "--follow-imports=silent",
                         "--no-incremental", os.path.join(REPO, "examples", "typecheck_imports.py")],

@@ -3,19 +3,19 @@
 ``TRAINERS`` (``trainers.registry``) names every trainer for the CLI, the
 demo and the curve helper.
 """
-from .afr import AFRClassifier
-from .astc import ASTCClassifier, ASTCRegressor, node_budgets_from
+from .anytime.afr import AFRClassifier
+from .trees.astc import ASTCClassifier, ASTCRegressor, node_budgets_from
 from .base import CostSensitiveClassifier, CostSensitiveRegressor
-from .cascade import CronusClassifier, CSCCClassifier
+from .cascades.cronus import CronusClassifier, CSCCClassifier
 from .curves import cost_accuracy_curve, format_table
-from .cstc import CSTCClassifier, CSTCRegressor
-from .cvm import CVMClassifier, LARSSVMClassifier
-from .early_exit import EarlyExitClassifier
-from .greedy_miser import GreedyMiserClassifier, GreedyMiserRegressor
-from .kernel_svm import KernelSVMClassifier
-from .linear_svm import LinearSVMClassifier
-from .reduced_svm import ReducedSVMClassifier
-from .sparse_linear import SparseLinearClassifier
+from .trees.cstc import CSTCClassifier, CSTCRegressor
+from .kernels.cvm import CVMClassifier, LARSSVMClassifier
+from .boosting.early_exit import EarlyExitClassifier
+from .boosting.greedy_miser import GreedyMiserClassifier, GreedyMiserRegressor
+from .kernels.kernel_svm import KernelSVMClassifier
+from .linear.linear_svm import LinearSVMClassifier
+from .kernels.reduced_svm import ReducedSVMClassifier
+from .linear.sparse_linear import SparseLinearClassifier
 from .registry import ESTIMATORS, TRAINERS, TrainerSpec
 
 __all__ = ["CostSensitiveClassifier", "CostSensitiveRegressor", "GreedyMiserClassifier",

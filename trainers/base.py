@@ -5,7 +5,7 @@ and implements ``fit`` and ``to_ir`` only.  ``fit`` ends with
 ``self._set_model(self.to_ir())``; from then on ``predict``,
 ``decision_function``, ``predict_proba``, ``cost`` and ``score`` answer from
 that IR model on the reference runtime: what users deploy is what the
-estimator reports (DESIGN.md: the reference runtime is the definition of
+estimator reports (docs/design.md: the reference runtime is the definition of
 truth).
 
 The estimators are scikit-learn estimators (``BaseEstimator`` with
@@ -64,7 +64,7 @@ class _CostSensitiveEstimator(BaseEstimator):
     # ------------------------------------------------------------ sklearn
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.input_tags.allow_nan = self._allow_missing   # NaN is a missing value (DESIGN.md § Numerics)
+        tags.input_tags.allow_nan = self._allow_missing   # NaN is a missing value (docs/numerics.md)
         return tags
 
     def __getstate__(self):
@@ -169,8 +169,8 @@ class _CostSensitiveEstimator(BaseEstimator):
             Rows; rounded to float32, NaN means missing.
         budget : float or array-like of shape (n_samples,), optional
             Per-row cost budget in cost units; evaluation stops before the
-            first step whose new units would exceed it (DESIGN.md § Cost
-            semantics).  None means no limit.
+            first step whose new units would exceed it (docs/costs.md,
+            budgets).  None means no limit.
         """
         return self._prediction(X, budget).output
 

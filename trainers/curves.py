@@ -112,7 +112,7 @@ def budget_curve(row, X_test, y_test, fractions=(1 / 32, 1 / 16, 1 / 8, 1 / 4, 1
     re-run on the reference runtime under per-row budgets of ``fractions``
     of its static cost, one row each (``budget`` set), then ``row`` itself
     (no budget).  A row stopped by its budget answers with what it has
-    evaluated so far (the runtime's budget semantics, DESIGN.md § Costs)."""
+    evaluated so far (the runtime's budget semantics, docs/costs.md)."""
     model = row["model"]
     out = []
     for f in fractions:

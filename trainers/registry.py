@@ -8,17 +8,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .afr import AFRClassifier
-from .astc import ASTCClassifier, ASTCRegressor
-from .cascade import CronusClassifier, CSCCClassifier
-from .cstc import CSTCClassifier, CSTCRegressor
-from .cvm import CVMClassifier, LARSSVMClassifier
-from .early_exit import EarlyExitClassifier
-from .greedy_miser import GreedyMiserClassifier, GreedyMiserRegressor
-from .kernel_svm import KernelSVMClassifier
-from .linear_svm import LinearSVMClassifier
-from .reduced_svm import ReducedSVMClassifier
-from .sparse_linear import SparseLinearClassifier
+from .anytime.afr import AFRClassifier
+from .trees.astc import ASTCClassifier, ASTCRegressor
+from .cascades.cronus import CronusClassifier, CSCCClassifier
+from .trees.cstc import CSTCClassifier, CSTCRegressor
+from .kernels.cvm import CVMClassifier, LARSSVMClassifier
+from .boosting.early_exit import EarlyExitClassifier
+from .boosting.greedy_miser import GreedyMiserClassifier, GreedyMiserRegressor
+from .kernels.kernel_svm import KernelSVMClassifier
+from .linear.linear_svm import LinearSVMClassifier
+from .kernels.reduced_svm import ReducedSVMClassifier
+from .linear.sparse_linear import SparseLinearClassifier
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """Greedy Miser's model bytes are pinned across refactors (issue 13, point 4).
 
 The hashes were recorded from the trainer *before* the round loop moved into
-``trainers/booster.py`` and the estimators moved onto ``trainers/base.py``;
+``trainers/boosting/booster.py`` and the estimators moved onto ``trainers/base.py``;
 the refactor must not change one byte of any model.  They cover binary
 (Greedy Miser with groups, "tree" and "immediate" refunds, subsampling, mean
 leaves, an eval set), Early Exit, regression and multiclass with early

@@ -1,0 +1,261 @@
+"""The boosting round loop, callable on its own.
+
+Greedy Miser and GBRT call it to train; the cascade, tree-of-classifiers
+and anytime trainers call it to grow their tree dictionaries (the "boosting
+trick", thesis §1.4.1 and §3.6).  One round fits ``loss.n_outputs``
+regression trees to the loss gradient with Greedy Miser's impurity (thesis
+Eq. 2.5): a split on a feature the ensemble has not yet paid for must beat
+``cost_tradeoff * n * c_a`` (``CostState``).
+
+A booster run can start from given scores (``init_scores``: continue another
+ensemble, as the cost-tiered dictionaries do) and can be restricted to a
+subset of the features (``allowed_features``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from numba import njit, prange
+from tqdm.auto import tqdm
+
+from ... import ir
+from .binning import bin_data, find_thresholds, pack_thresholds
+from .split_penalty import CostState
+from .grower import grow
+from .losses import Loss
+from .predictor import _child, add_leaf_values, predict_binned, predict_raw
+
+
+@dataclass
+class BinnedData:
+    """Training rows as bin indices, and the thresholds the bins stand for."""
+    binned: np.ndarray       # uint8 [F, N]
+    n_bins: np.ndarray       # int64 [F]
+    flat: np.ndarray         # float32 thresholds of all features, packed
+    offsets: np.ndarray      # where each feature's thresholds start in ``flat``
+
+    @classmethod
+    def from_X(cls, X, max_bins=255, seed=0, threshold_rows=None) -> "BinnedData":
+        """Bin float32 X [N, F] on at most ``max_bins`` quantile thresholds
+        per feature (a sample of rows when N is large, drawn with ``seed``).
+        ``threshold_rows`` (sorted indices) takes the thresholds from those
+        rows only, e.g. the training part of X; every row is binned."""
+        thresholds = find_thresholds(X if threshold_rows is None else X[threshold_rows], max_bins, seed=seed)
+        flat, offsets = pack_thresholds(thresholds)
+        return cls(bin_data(X, flat, offsets), np.array([len(t) + 1 for t in thresholds], np.int64),
+                   flat, offsets)
+
+    @property
+    def n_rows(self) -> int:
+        return int(self.binned.shape[1])
+
+
+@dataclass
+class BoostResult:
+    """What a booster run grew.
+
+    ``rounds[r]`` is the list of trees of round r, each a dict of local node
+    arrays (feature, threshold, left, right, missing_left, value float32) and
+    ``k``, the output column it adds to.  ``raw`` [N, K] are the training
+    scores after the last round (float64 sums of float32 leaves);
+    ``validation_loss`` has one entry per round when an eval set was given,
+    and ``best_rounds`` is the number of rounds with the lowest validation
+    loss (``len(rounds)`` without an eval set).
+    """
+    rounds: list
+    raw: np.ndarray
+    importances: np.ndarray
+    validation_loss: list = field(default_factory=list)
+    best_rounds: int = 0
+    paid: np.ndarray = None
+
+
+def finish_tree(tree, leaf, data: BinnedData):
+    """A grown tree as node arrays with leaf values ``leaf`` (already scaled)
+    rounded to float32 once, so training sees the deployed values; returns
+    (feature, split_bin, left, right, missing_left, value, threshold)."""
+    leaf = leaf.astype(np.float32).astype(np.float64)
+    feat, sbin, left, right, mleft, value = tree.arrays(leaf)
+    thr = np.zeros(feat.shape[0], np.float32)
+    inner = feat >= 0
+    thr[inner] = data.flat[data.offsets[feat[inner]] + sbin[inner]]
+    return feat, sbin, left, right, mleft, value, thr
+
+
+def boost(data: BinnedData, loss: Loss, target, n_rounds, *, weight=None, costs=None,
+          cost_tradeoff=0.0, refund="tree", init_scores=None, allowed_features=None,
+          learning_rate=0.1, max_depth=4, min_samples_leaf=20, l2_regularization=0.0,
+          leaf_values="newton", subsample=1.0, rng=None, eval_set=None, n_iter_no_change=None,
+          progress=None) -> BoostResult:
+    """Grow ``n_rounds`` rounds of regression trees on the gradients of ``loss``.
+
+    Parameters
+    ----------
+    data : BinnedData
+        The training rows, binned.
+    loss : Loss
+        Gradients, hessians and value (``trainers.losses``); ``loss.n_outputs``
+        trees per round.
+    target : ndarray
+        Encoded targets, as ``loss`` expects them.
+    n_rounds : int
+        Maximum number of rounds.
+    weight : ndarray of shape (N,), optional
+        Sample weights (ones).
+    costs : FeatureCosts, optional
+        Feature and group costs for the Eq. (2.5) penalty (unit costs).
+    cost_tradeoff : float, default 0
+        Greedy Miser's lambda per training row, in cost units: the penalty
+        is ``cost_tradeoff * sum(weight) * unpaid cost``.  0 is plain GBRT.
+    refund : {"tree", "immediate"}
+        When a newly used feature becomes free: after the tree (the seeds'
+        code) or at once (exact marginal within a tree, LightGBM's CEGB).
+    init_scores : ndarray of shape (N, K) or (K,), optional
+        Starting scores; default ``loss.initial_scores``.  Rows given here
+        continue another ensemble (that ensemble's base score then belongs
+        to it, not to the trees grown here).
+    allowed_features : bool ndarray of shape (F,), optional
+        Features the trees may split on (all).
+    learning_rate, max_depth, min_samples_leaf, l2_regularization, leaf_values, subsample
+        As in ``GreedyMiserClassifier``.
+    rng : numpy Generator, optional
+        Drawn from for row subsamples only.
+    eval_set : tuple (X_val float32, target_val, raw_val [N_val, K]), optional
+        Validation rows, their encoded targets and starting scores; the
+        validation loss is recorded after every round.
+    n_iter_no_change : int, optional
+        With an eval set, stop after this many rounds without a new best.
+    progress : str, optional
+        A progress-bar label (no bar when None or fewer than 50 rounds).
+
+    Returns
+    -------
+    BoostResult
+    """
+    N = data.n_rows
+    F = data.binned.shape[0]
+    K = loss.n_outputs
+    w = np.ones(N) if weight is None else weight
+    if init_scores is None:
+        raw = np.tile(loss.initial_scores(target, w), (N, 1))
+    else:
+        raw = np.array(np.broadcast_to(init_scores, (N, K)) if np.ndim(init_scores) < 2
+                       else init_scores, np.float64).reshape(N, K)
+    active = np.ones(F, np.bool_) if allowed_features is None else np.asarray(allowed_features, np.bool_)
+    if costs is None:
+        c, groups, gc = np.ones(F), np.full(F, -1), np.zeros(0)
+    else:
+        c, groups, gc = costs.costs, costs.groups, costs.group_costs
+    state = CostState(c, groups, gc, cost_tradeoff * w.sum())
+    Xv = tv = raw_v = None
+    if eval_set is not None:
+        Xv, tv, raw_v = eval_set
+        raw_v = np.array(raw_v, np.float64)
+    g, h = np.zeros(N), np.zeros(N)
+    importances = np.zeros(F)
+    result = BoostResult(rounds=[], raw=raw, importances=importances)
+    best, best_it, since = np.inf, 0, 0
+    bar = tqdm(range(n_rounds), disable=progress is None or n_rounds < 50, desc=progress,
+               unit="round", leave=False)
+    all_rows = np.arange(N, dtype=np.int32)
+    for it in bar:
+        rows = all_rows
+        if subsample < 1:
+            rows = np.sort(rng.choice(N, max(1, int(subsample * N)), replace=False)).astype(np.int32)
+        penalty = state.penalty()
+        used_in_tree = []
+
+        def on_split(f):
+            used_in_tree.append(f)
+            if refund == "immediate":
+                state.pay(f)
+                return state.penalty()
+            return None
+        round_trees = []
+        for k in range(K):
+            loss.gradients(target, raw, k, g, h)
+            g *= w
+            h *= w
+            tree = grow(data.binned, data.n_bins, rows, g, h, max_depth=max_depth,
+                        min_samples_leaf=min_samples_leaf, l2=l2_regularization,
+                        penalty=penalty, active=active, on_split=on_split)
+            sums = np.array(tree.sums)
+            if leaf_values == "newton":
+                leaf = -sums[:, 0] / (sums[:, 1] + l2_regularization + 1e-300)
+            else:
+                leaf = -sums[:, 0] / np.maximum(sums[:, 2], 1.0)
+            feat, sbin, left, right, mleft, value, thr = finish_tree(tree, learning_rate * leaf, data)
+            col = raw[:, k].copy()
+            if rows is all_rows:   # every row sits in a leaf range: no walk
+                nodes, starts, stops = tree.leaf_ranges()
+                add_leaf_values(tree.order, starts, stops, value[nodes], col)
+            else:                  # rows left out of the subsample walk the tree
+                predict_binned(data.binned, feat, sbin, left, right, mleft, value, col)
+            raw[:, k] = col
+            if raw_v is not None:
+                colv = raw_v[:, k].copy()
+                predict_raw(Xv, feat, thr, left, right, mleft, value, colv)
+                raw_v[:, k] = colv
+            for f, gain in tree.split_gain:
+                importances[f] += gain
+            round_trees.append(dict(feature=feat, threshold=thr, left=left, right=right,
+                                    missing_left=mleft, value=value.astype(np.float32), k=k))
+        for f in used_in_tree:
+            state.pay(f)
+        result.rounds.append(round_trees)
+        if raw_v is not None:
+            vl = loss.value(tv, raw_v)
+            result.validation_loss.append(vl)
+            if vl < best - 1e-12:
+                best, best_it, since = vl, it + 1, 0
+            else:
+                since += 1
+                if n_iter_no_change is not None and since >= n_iter_no_change:
+                    break
+    bar.close()
+    result.best_rounds = best_it if raw_v is not None and best_it else len(result.rounds)
+    result.paid = state.paid_f.copy()
+    return result
+
+
+def rounds_to_bank(rounds, n_outputs, *, tree_cost=0.0, base_score=None, name="ensemble") -> ir.TreesNode:
+    """The trees of ``rounds`` as one IR trees bank, in round order; each
+    tree's leaf values sit in its output column ``k``.  ``tree_cost`` is the
+    evaluation cost e_t of every tree (a number or one per tree)."""
+    trees = []
+    for rnd in rounds:
+        for t in rnd:
+            v = np.zeros((t["value"].shape[0], n_outputs), np.float32)
+            v[:, t["k"]] = t["value"]
+            trees.append(dict(feature=t["feature"], threshold=t["threshold"], left=t["left"],
+                              right=t["right"], missing_left=t["missing_left"], value=v))
+    if not trees:  # a model with no trees is its base score
+        trees = [dict(feature=[-1], threshold=[0.0], left=[-1], right=[-1],
+                      value=np.zeros((1, n_outputs), np.float32))]
+    return ir.concat_trees(trees, tree_cost=np.broadcast_to(np.asarray(tree_cost, np.float64),
+                                                             (len(trees),)).copy(),
+                           base_score=base_score, name=name)
+
+
+@njit(cache=True, parallel=True)
+def _bank_outputs(X, roots, feature, threshold, left, right, missing_left, value, out):
+    for i in prange(X.shape[0]):
+        for t in range(roots.shape[0]):
+            m = roots[t]
+            while feature[m] >= 0:
+                x = X[i, feature[m]]
+                m = _child(m, x, x != x, threshold[m], left, right, missing_left)
+            out[i, t] = value[m]
+
+
+def tree_outputs(bank: ir.TreesNode, X, output=0) -> np.ndarray:
+    """H [N, T] float32: the leaf value of every tree of ``bank`` (output
+    column ``output``) for every row of float32 X, exactly the values the IR
+    runtimes add (the dictionary h(x) of thesis §1.4.1)."""
+    X = np.ascontiguousarray(X, np.float32)
+    out = np.zeros((X.shape[0], bank.n_trees), np.float32)
+    _bank_outputs(X, bank.roots.astype(np.int64), bank.feature.astype(np.int64),
+                  bank.threshold, bank.left.astype(np.int64), bank.right.astype(np.int64),
+                  bank.missing_left, np.ascontiguousarray(bank.value[:, output]), out)
+    return out

@@ -1,0 +1,293 @@
+"""Greedy Miser (Xu et al., thesis §2.1) and stage-wise GBRT.
+
+Each iteration fits a regression tree to the loss gradient with the
+impurity of Eq. (2.5),
+
+    g(h_t) = 1/2 sum_i (s_i - h_t(x_i))^2 + lambda sum_a u_a c_a F_at,
+
+where u_a = 1 until the ensemble first uses feature a.  ``cost_tradeoff``
+is lambda per training row: a split on an unpaid feature must reduce the
+*mean* per-row loss by more than ``cost_tradeoff * c_a`` (the penalty is
+lambda * n * c_a, n = sum of sample weights), so lambda does not depend on
+the training-set size.  cost_tradeoff=0 is plain stage-wise GBRT.
+
+Refund timing (``refund``):
+* "tree": u is updated after each tree, as in the seeds' code; within a
+  tree every split on a still-unpaid feature pays again.
+* "immediate": a feature is free as soon as any split uses it (the exact
+  marginal of Eq. 2.5 within a tree, and LightGBM's CEGB behaviour).
+
+Leaves are Newton steps -G/(H + l2) (``leaf_values="newton"``) or the mean
+negative gradient -G/N as in the seeds (``"mean"``); both are multiplied by
+``learning_rate`` (the step size eta; the thesis uses 0.1).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ... import ir
+from ..base import CostSensitiveClassifier, CostSensitiveRegressor
+from .booster import BinnedData, boost, rounds_to_bank
+from .losses import make_loss
+from .predictor import predict_raw
+
+
+class _GreedyMiserMixin:
+    """Greedy Miser's parameters, fit and export, shared by the classifier
+    and the regressor.
+
+    Parameters
+    ----------
+    loss : str, optional
+        "logistic" (classifier default), "squared_hinge" (the thesis' loss)
+        or "squared" (regressor default); multiclass always uses softmax.
+    n_estimators : int, default 100
+        Boosting rounds (the thesis' T).
+    learning_rate : float, default 0.1
+        Step size eta (thesis: 0.1).
+    max_depth : int, default 4
+        Depth of each regression tree (thesis: 4).
+    min_samples_leaf : int, default 20
+    l2_regularization : float, default 0
+        Added to the hessian sum of Newton leaves.
+    leaf_values : {"newton", "mean"}, default "newton"
+        -G/(H + l2), or the seeds' mean negative gradient -G/N.
+    subsample : float, default 1
+        Fraction of rows drawn (without replacement) per round.
+    max_bins : int, default 255
+    cost_tradeoff : float, default 0
+        lambda of Eq. (2.5) per training row, in cost units: one unit of
+        lambda means a split on an unpaid feature of cost c must reduce the
+        mean per-row loss by more than lambda * c.  0 is plain GBRT.
+    refund : {"tree", "immediate"}, default "tree"
+        When a newly used feature becomes free (see the module docstring).
+    feature_costs : array-like of shape (n_features,) or FeatureCosts, optional
+        Cost of each feature (unit costs when None); a ``FeatureCosts``
+        carries groups and names too.
+    feature_groups : array-like of int, optional
+        Group (descriptor) index of each feature, -1 for none.
+    group_costs : array-like, optional
+        Cost of each group, paid once per row on its first feature.
+    feature_names, group_names : list of str, optional
+    tree_eval_cost : float, default 0
+        e_t, the cost of evaluating one tree (thesis §1.4.1), charged per
+        row for every tree the row reaches.
+    max_feature_cost : float, optional
+        Only features costing at most this are used: the feature-subset
+        GBRT baseline of thesis §2.1.4.
+    early_stopping : bool, default False
+        Hold out ``validation_fraction`` and stop after ``n_iter_no_change``
+        rounds without a better validation loss (or pass ``eval_set`` to
+        ``fit``).
+    validation_fraction : float, default 0.1
+    n_iter_no_change : int, default 10
+    random_state : int, optional
+        Seeds threshold sampling, subsamples and the held-out split.
+    verbose : int, default 1
+        A progress bar for 50 rounds or more.
+    """
+
+    def __init__(self, *, loss=None, n_estimators=100, learning_rate=0.1, max_depth=4,
+                 min_samples_leaf=20, l2_regularization=0.0, leaf_values="newton", subsample=1.0,
+                 max_bins=255, cost_tradeoff=0.0, refund="tree", feature_costs=None,
+                 feature_groups=None, group_costs=None, feature_names=None, group_names=None,
+                 tree_eval_cost=0.0,
+                 max_feature_cost=None, early_stopping=False, validation_fraction=0.1,
+                 n_iter_no_change=10, random_state=None, verbose=1):
+        self.loss = loss
+        self.n_estimators = n_estimators
+        self.learning_rate = learning_rate
+        self.max_depth = max_depth
+        self.min_samples_leaf = min_samples_leaf
+        self.l2_regularization = l2_regularization
+        self.leaf_values = leaf_values
+        self.subsample = subsample
+        self.max_bins = max_bins
+        self.cost_tradeoff = cost_tradeoff
+        self.refund = refund
+        self.feature_costs = feature_costs
+        self.feature_groups = feature_groups
+        self.group_costs = group_costs
+        self.feature_names = feature_names
+        self.group_names = group_names
+        self.tree_eval_cost = tree_eval_cost
+        self.max_feature_cost = max_feature_cost
+        self.early_stopping = early_stopping
+        self.validation_fraction = validation_fraction
+        self.n_iter_no_change = n_iter_no_change
+        self.random_state = random_state
+        self.verbose = verbose
+
+    # ------------------------------------------------------------ checks
+    def _check_params(self):
+        if not (isinstance(self.n_estimators, (int, np.integer)) and self.n_estimators >= 1):
+            raise ValueError(f"n_estimators must be a positive integer, got {self.n_estimators!r}")
+        if not self.learning_rate > 0:
+            raise ValueError(f"learning_rate must be > 0, got {self.learning_rate!r}")
+        if not (isinstance(self.max_depth, (int, np.integer)) and 1 <= self.max_depth <= 30):
+            raise ValueError(f"max_depth must be an integer in [1, 30], got {self.max_depth!r}")
+        if not self.min_samples_leaf >= 1:
+            raise ValueError("min_samples_leaf must be >= 1")
+        if not (0 < self.subsample <= 1):
+            raise ValueError(f"subsample must be in (0, 1], got {self.subsample!r}")
+        if not self.cost_tradeoff >= 0:
+            raise ValueError(f"cost_tradeoff (lambda) must be >= 0, got {self.cost_tradeoff!r}")
+        if self.refund not in ("tree", "immediate"):
+            raise ValueError(f"refund must be 'tree' or 'immediate', got {self.refund!r}")
+        if self.leaf_values not in ("newton", "mean"):
+            raise ValueError(f"leaf_values must be 'newton' or 'mean', got {self.leaf_values!r}")
+
+    # ------------------------------------------------------------ fit
+    def fit(self, X, y, sample_weight=None, eval_set=None):
+        """Train.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training rows (rounded to float32; NaN = missing).
+        y : array-like of shape (n_samples,)
+        sample_weight : array-like of shape (n_samples,), optional
+        eval_set : tuple (X_val, y_val), optional
+            Validation rows: the ensemble is cut at the round with the lowest
+            validation loss, and training stops after ``n_iter_no_change``
+            rounds without improvement.  ``early_stopping=True`` holds out
+            ``validation_fraction`` of the data instead.
+
+        Returns
+        -------
+        self
+        """
+        self._check_params()
+        X, y = self._validate_X_y(X, y)
+        N, F = X.shape
+        costs = self._cost_spec(F)
+        w = self._validate_sample_weight(sample_weight, X)
+        rng = np.random.default_rng(self.random_state)
+        target = self._encode_target(y, reset=True)
+        loss = self._make_loss()
+        if eval_set is None and self.early_stopping:
+            perm = rng.permutation(N)
+            n_val = max(1, int(self.validation_fraction * N))
+            val, tr = perm[:n_val], perm[n_val:]
+            eval_set = (X[val], y[val])
+            X, target, w, N = X[tr], target[tr], w[tr], len(tr)
+        data = BinnedData.from_X(X, self.max_bins, seed=int(rng.integers(2**31)))
+        active = None
+        if self.max_feature_cost is not None:  # the feature-subset baseline
+            active = costs.costs <= self.max_feature_cost
+            if not active.any():
+                raise ValueError(f"no feature has cost <= max_feature_cost={self.max_feature_cost}")
+        base = loss.initial_scores(target, w)
+        validation = None
+        if eval_set is not None:
+            Xv = self._validate_X(eval_set[0], reset=False)
+            tv = self._encode_target(np.asarray(eval_set[1]), reset=False)
+            validation = (Xv, tv, np.tile(base, (len(Xv), 1)))
+        result = boost(data, loss, target, self.n_estimators, weight=w, costs=costs,
+                       cost_tradeoff=self.cost_tradeoff, refund=self.refund, init_scores=base,
+                       allowed_features=active, learning_rate=self.learning_rate,
+                       max_depth=self.max_depth, min_samples_leaf=self.min_samples_leaf,
+                       l2_regularization=self.l2_regularization, leaf_values=self.leaf_values,
+                       subsample=self.subsample, rng=rng, eval_set=validation,
+                       n_iter_no_change=self.n_iter_no_change,
+                       progress=type(self).__name__ if self.verbose else None)
+        self._costs = costs
+        self.base_score_ = base.astype(np.float32)
+        self.trees_ = result.rounds[:result.best_rounds]
+        self.validation_loss_ = result.validation_loss
+        self.n_estimators_ = len(self.trees_)
+        tot = result.importances.sum()
+        self.feature_importances_ = result.importances / tot if tot > 0 else result.importances
+        return self._set_model(self.to_ir())
+
+    # ------------------------------------------------------------ IR
+    def to_ir(self, n_iterations=None) -> ir.Model:
+        """The trained ensemble (optionally its first ``n_iterations`` rounds)
+        as an IR model; its reference predictions are this estimator's."""
+        if not hasattr(self, "trees_"):
+            from sklearn.exceptions import NotFittedError
+            raise NotFittedError(f"this {type(self).__name__} is not fitted yet; call fit first")
+        rounds = self.trees_[: n_iterations or len(self.trees_)]
+        bank = rounds_to_bank(rounds, self._n_outputs(), tree_cost=float(self.tree_eval_cost),
+                              base_score=self.base_score_)
+        return self._ir_model([bank], 0, self._task(), self._costs, n_iterations=len(rounds))
+
+    def staged_decision_function(self, X):
+        """Scores after each boosting round, accumulated exactly as the IR
+        runtimes do (float32, bank order)."""
+        X = self._validate_X(X, reset=False)
+        K = self._n_outputs()
+        acc = np.tile(self.base_score_, (X.shape[0], 1)).astype(np.float32)
+        for rnd in self.trees_:
+            for t in rnd:
+                col = np.zeros(X.shape[0])
+                predict_raw(X, t["feature"], t["threshold"], t["left"], t["right"], t["missing_left"],
+                            t["value"].astype(np.float64), col)
+                # each tree's value is a float32 leaf; add it in float32
+                acc[:, t["k"]] = acc[:, t["k"]] + col.astype(np.float32)
+            yield acc[:, 0].copy() if K == 1 else acc.copy()
+
+
+class GreedyMiserRegressor(_GreedyMiserMixin, CostSensitiveRegressor):
+    """Greedy Miser for regression (squared loss): thesis §2.1, Eq. (2.5)."""
+
+    __doc__ += "\n\n" + _GreedyMiserMixin.__doc__.split("\n\n", 1)[1]
+
+    def _encode_target(self, y, reset):
+        y = np.asarray(y, np.float64)
+        if not np.all(np.isfinite(y)):
+            raise ValueError("y: regression targets must be finite")
+        return y
+
+    def _make_loss(self):
+        name = self.loss or "squared"
+        if name != "squared":
+            raise ValueError(f"loss {name!r} is not a regression loss; use 'squared'")
+        return make_loss(name)
+
+    def _n_outputs(self):
+        return 1
+
+    def _task(self):
+        return ir.regression_task()
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.required = True
+        return tags
+
+
+class GreedyMiserClassifier(_GreedyMiserMixin, CostSensitiveClassifier):
+    """Greedy Miser for classification (thesis §2.1, Eq. 2.5): binary
+    log-loss (or the squared hinge with ``loss="squared_hinge"``),
+    multiclass log-loss with one tree per class per round."""
+
+    __doc__ += "\n\n" + _GreedyMiserMixin.__doc__.split("\n\n", 1)[1]
+
+    def _encode_target(self, y, reset):
+        idx = self._encode_labels(y, reset=reset)
+        if len(self.classes_) == 2:
+            return idx.astype(np.float64)
+        Y = np.zeros((len(y), len(self.classes_)))
+        Y[np.arange(len(y)), idx] = 1.0
+        return Y
+
+    def _loss_name(self):
+        if len(self.classes_) > 2:
+            return "multiclass"
+        return self.loss or "logistic"
+
+    def _make_loss(self):
+        name = self._loss_name()
+        if name not in ("logistic", "squared_hinge", "multiclass"):
+            raise ValueError(f"loss {name!r} is not a classification loss")
+        return make_loss(name, len(self.classes_))
+
+    def _n_outputs(self):
+        return 1 if len(self.classes_) == 2 else len(self.classes_)
+
+    def _task(self):
+        classes = self._ir_classes()
+        if len(classes) == 2:
+            return ir.binary_task(classes, "logistic" if self._loss_name() == "logistic" else "identity")
+        return ir.multiclass_task(classes)

@@ -1,0 +1,337 @@
+"""Cronus (Chen et al. 2012) and CSCC (Xu's thesis §3.5): cost-sensitive
+classifier cascades over a tree dictionary.
+
+Both learn K linear stages over the trees of a bank and a threshold per
+stage with the soft-cascade engine (``soft_cascade``); they differ in the
+relaxed cost term (Cronus Eq. 8: one mixed norm over all stages weighted by
+the fraction d_k reaching each stage; CSCC Eq. 3.25: the expected cost over
+exit paths) and in CSCC's fine-tuning of the last stage (thesis §3.4.4).
+
+The exported IR is one ``trees`` bank (``tree_cost`` = e_t), one ``linear``
+node per kept stage over tree inputs, and one ``cascade`` whose stages exit
+with ``le``: a row leaves at the first stage whose float32 margin is <= its
+threshold and is predicted by **that stage's own margin** (label: margin > 0).
+That is what both training losses score (Chen Eq. 8 and thesis Eq. 3.20
+weight stage k's squared error on its own prediction by the exit
+probability); Chen §3.2's prose ("a rejected input predicts -1") is not the
+loss's model, and the trained stages use the freedom: some learn thresholds
+above 0 and exit confident positives.  The sigmoids are training-only.
+
+Thresholds are placed on the IR-exact float32 margins of the training rows
+that reach each stage (``tree_ir.place_threshold``), so the deployed cascade
+routes the training rows exactly as the hard version of the trained one.
+"""
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+
+from ... import ir
+from ..base import CostSensitiveClassifier
+from ..boosting.booster import tree_outputs
+from .soft_cascade import (Cascade, Problem, Settings, fine_tune_last, lambda_max, optimize,
+                           scores)
+from ..boosting.tree_bank import bank_features, subset_bank, tiered_bank
+from ..trees.tree_ir import CostItems, Scorer, place_threshold
+
+BANKS = ("tiers", "gbrt", "greedy_miser")
+
+
+class _CascadeClassifier(CostSensitiveClassifier):
+    """
+    Parameters
+    ----------
+    cost_tradeoff : float [1e-3]
+        lambda, per training row in cost units (the loss is a weighted mean).
+        Its useful range moves by orders of magnitude between data sets:
+        ``lambda_grid(X, y)`` returns the values worth trying.
+    n_stages : int [10]
+        K, the maximum number of stages (Chen §3.4, thesis §3.7.4); stages
+        that exit no training row are dropped at export.
+    exit_fraction : float [0.15]
+        epsilon of the initialisation: each stage exits this share of the
+        rows that reach it (Chen §3.4).
+    lambda_inflation : float [1.3]
+        delta: stage k's initialisation uses lambda * delta**(K - k)
+        (Chen §3.3.2, with its exponent's sign fixed; CSCC: the same rule).
+    steepness : float [50]
+        gamma of the training sigmoids (Chen §3.2; the thesis has 1).
+    rho : float or (float, float) [1e-5]
+        l1 weight of every stage, or (rho_1, rho_K): rho_1 for stages before
+        the last (Chen §3.4).  Loss units per row.
+    class_weight : None, "balanced" or dict [None]
+        omega (Cronus) / mu (CSCC) per class; None is 1 for both.
+    bank : "tiers", "gbrt", "greedy_miser", an ir TreesNode or Model ["tiers"]
+        The tree dictionary: cost-tiered (default), plain GBRT, a Greedy
+        Miser bank (lambda ``bank_cost_tradeoff``), or a bank you pass (its
+        own ``tree_cost`` is charged).
+    tiers : list of float or None [None]
+        Cost caps of the tiers (``tree_bank.auto_tiers`` when None).
+    n_estimators, max_depth, learning_rate, min_samples_leaf, max_bins : [300, 4, 0.1, 20, 255]
+        Of the bank's trees.
+    bank_cost_tradeoff : float [1e-3]
+        Greedy Miser's lambda for ``bank="greedy_miser"``.
+    max_cycles : int [5]; tol : float [1e-6]
+        Alg. 1 stops after ``max_cycles`` or when the objective falls by less
+        than ``tol`` (relative).
+    fine_tune : bool or None [None]
+        Re-fit the last stage without the cost term on its frozen support
+        (thesis §3.4.4).  None: True for CSCC, False for Cronus.
+    feature_costs, feature_groups, group_costs, feature_names, group_names
+        As GreedyMiserClassifier.
+    tree_eval_cost : float [0]
+        e_t of each tree of a bank built here.
+    random_state : int or None
+        Seeds the bank's threshold sample (the engine is deterministic).
+    verbose : int [0]
+    """
+
+    _binary_only = True
+    _mode = None
+
+    def __init__(self, *, cost_tradeoff=1e-3, n_stages=10, exit_fraction=0.15, lambda_inflation=1.3,
+                 steepness=50.0, rho=1e-5, class_weight=None, bank="tiers", tiers=None,
+                 n_estimators=300, max_depth=4, learning_rate=0.1, min_samples_leaf=20, max_bins=255,
+                 bank_cost_tradeoff=1e-3, max_cycles=5, tol=1e-6, fine_tune=None, feature_costs=None,
+                 feature_groups=None, group_costs=None, feature_names=None, group_names=None,
+                 tree_eval_cost=0.0, random_state=None, verbose=0):
+        self.cost_tradeoff = cost_tradeoff
+        self.n_stages = n_stages
+        self.exit_fraction = exit_fraction
+        self.lambda_inflation = lambda_inflation
+        self.steepness = steepness
+        self.rho = rho
+        self.class_weight = class_weight
+        self.bank = bank
+        self.tiers = tiers
+        self.n_estimators = n_estimators
+        self.max_depth = max_depth
+        self.learning_rate = learning_rate
+        self.min_samples_leaf = min_samples_leaf
+        self.max_bins = max_bins
+        self.bank_cost_tradeoff = bank_cost_tradeoff
+        self.max_cycles = max_cycles
+        self.tol = tol
+        self.fine_tune = fine_tune
+        self.feature_costs = feature_costs
+        self.feature_groups = feature_groups
+        self.group_costs = group_costs
+        self.feature_names = feature_names
+        self.group_names = group_names
+        self.tree_eval_cost = tree_eval_cost
+        self.random_state = random_state
+        self.verbose = verbose
+
+    # ------------------------------------------------------------ checks
+    def _settings(self, lam=None):
+        if not (isinstance(self.n_stages, (int, np.integer)) and self.n_stages >= 1):
+            raise ValueError(f"n_stages must be a positive integer, got {self.n_stages!r}")
+        lam = self.cost_tradeoff if lam is None else lam
+        if not (np.isfinite(lam) and lam >= 0):
+            raise ValueError(f"cost_tradeoff (lambda) must be finite and >= 0, got {lam!r}")
+        if not 0 < self.exit_fraction < 1:
+            raise ValueError(f"exit_fraction must be in (0, 1), got {self.exit_fraction!r}")
+        if not self.lambda_inflation >= 1:
+            raise ValueError(f"lambda_inflation must be >= 1, got {self.lambda_inflation!r}")
+        if not self.steepness > 0:
+            raise ValueError(f"steepness must be > 0, got {self.steepness!r}")
+        if not (isinstance(self.max_cycles, (int, np.integer)) and self.max_cycles >= 0):
+            raise ValueError(f"max_cycles must be an integer >= 0, got {self.max_cycles!r}")
+        r = np.atleast_1d(np.asarray(self.rho, np.float64))
+        if r.size not in (1, 2) or not np.all(np.isfinite(r) & (r >= 0)):
+            raise ValueError(f"rho must be a number >= 0 or a pair (rho_1, rho_K), got {self.rho!r}")
+        K = self.n_stages
+        rho = np.full(K, r[0])
+        rho[-1] = r[-1]
+        return Settings(mode=self._mode, n_stages=K, lam=float(lam), rho=rho, gamma=float(self.steepness),
+                        eps=float(self.exit_fraction), delta=float(self.lambda_inflation),
+                        max_cycles=int(self.max_cycles), tol=float(self.tol))
+
+    def _row_weights(self, yi):
+        n = yi.shape[0]
+        cw = self.class_weight
+        if cw is None:
+            per = np.ones(2)
+        elif isinstance(cw, str) and cw == "balanced":
+            per = n / (2.0 * np.bincount(yi, minlength=2))
+        elif isinstance(cw, dict):
+            per = np.array([float(cw.get(c.item() if hasattr(c, "item") else c, 1.0)) for c in self.classes_])
+        else:
+            raise ValueError(f"class_weight must be None, 'balanced' or a dict, got {cw!r}")
+        if not np.all(np.isfinite(per) & (per > 0)):
+            raise ValueError("class_weight: weights must be finite and > 0")
+        return per[yi] / n
+
+    # ------------------------------------------------------------ the dictionary
+    def _bank_for(self, X, y_pm, costs):
+        """The tree bank: passed, or built (and cached for the same data and
+        bank parameters, so ``lambda_grid`` then ``fit`` grow it once)."""
+        b = self.bank
+        if isinstance(b, ir.Model):
+            trees = [n for n in b.nodes if isinstance(n, ir.TreesNode)]
+            if len(trees) != 1:
+                raise ValueError("bank: a Model passed as bank must hold exactly one trees node")
+            b = trees[0]
+        if isinstance(b, ir.TreesNode):
+            if b.n_outputs != 1:
+                raise ValueError("bank: the trees node must have one output")
+            return b
+        if b not in BANKS:
+            raise ValueError(f"bank must be one of {BANKS}, an ir.TreesNode or an ir.Model, got {b!r}")
+        key = hashlib.sha1(X.tobytes() + np.asarray(y_pm).tobytes() + repr(
+            (b, self.tiers, self.n_estimators, self.max_depth, self.learning_rate, self.min_samples_leaf,
+             self.max_bins, self.bank_cost_tradeoff, self.tree_eval_cost, self.random_state,
+             costs.to_dict())).encode()).hexdigest()
+        cached = getattr(self, "_bank_cache", None)
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        bank = tiered_bank(X, y_pm, costs, tiers=[] if b != "tiers" else self.tiers,
+                           n_estimators=self.n_estimators,
+                           cost_tradeoff=self.bank_cost_tradeoff if b == "greedy_miser" else 0.0,
+                           max_depth=self.max_depth, learning_rate=self.learning_rate,
+                           min_samples_leaf=self.min_samples_leaf, max_bins=self.max_bins,
+                           tree_eval_cost=self.tree_eval_cost, random_state=self.random_state)
+        self._bank_cache = (key, bank)
+        return bank
+
+    def _problem(self, X, y):
+        """(Problem, bank, costs, H32) for training rows X, y."""
+        X, y = self._validate_X_y(X, y)
+        yi = self._encode_labels(y, reset=True)
+        if len(self.classes_) != 2:
+            raise ValueError(f"{type(self).__name__}: binary classification only")
+        costs = self._cost_spec(X.shape[1])
+        y_pm = 2.0 * yi - 1.0
+        bank = self._bank_for(X, y_pm, costs)
+        H32 = tree_outputs(bank, X)
+        items = CostItems.from_bank(costs, bank_features(bank, X.shape[1]), np.zeros(bank.n_trees))
+        prob = Problem(H32.astype(np.float64), y_pm, self._row_weights(yi),
+                       np.asarray(bank.tree_cost, np.float64), items.matrix, items.cost)
+        return prob, bank, costs, H32
+
+    def lambda_grid(self, X, y, n_points=12):
+        """The lambda values worth trying on this data: lambda_max * 2**-j,
+        j = 0 .. n_points - 1, where lambda_max is the smallest lambda at
+        which the single-stage problem (Chen Eq. 7) keeps no tree.
+
+        Parameters
+        ----------
+        X, y : training data (the bank is grown once and reused by ``fit``).
+        n_points : int, default 12
+
+        Returns
+        -------
+        ndarray of float, descending.
+        """
+        prob, *_ = self._problem(X, y)
+        top = lambda_max(prob, self._settings(lam=0.0))
+        return top * 2.0 ** -np.arange(n_points)
+
+    # ------------------------------------------------------------ fit
+    def fit(self, X, y, eval_set=None):
+        """Grow (or take) the bank, initialise (Alg. 2), optimise (Alg. 1),
+        fine-tune (CSCC), and export.
+
+        Parameters
+        ----------
+        X : array-like (n_samples, n_features); y : binary labels.
+        eval_set : (X_val, y_val), optional
+            Validation rows: ``validation_`` records the exported model's
+            accuracy and mean cost on them (the reference runtime).
+
+        Returns
+        -------
+        self
+        """
+        cfg = self._settings()
+        prob, bank, costs, H32 = self._problem(X, y)
+        c = optimize(prob, cfg, verbose=bool(self.verbose))
+        self.objective_history_ = [float(f) for f in c.history]
+        tune = self.fine_tune if self.fine_tune is not None else self._mode == "cscc"
+        if tune and np.any(c.B[-1]):
+            c = fine_tune_last(prob, cfg, c)
+        self.cascade_ = c
+        self._costs = costs
+        self._export(c, bank, H32)
+        self._set_model(self.to_ir())
+        if eval_set is not None:
+            p = self._prediction(eval_set[0])
+            self.validation_ = {"accuracy": float(np.mean(p.output == np.asarray(eval_set[1]))),
+                                "mean_cost": float(p.cost.mean())}
+        return self
+
+    def _export(self, c: Cascade, bank, H32):
+        """float32 stages and thresholds, dummy stages dropped (Chen §4 and
+        thesis §3.7.4 observe them): a stage is kept when it exits some
+        training row; the first stage that exits every row that reaches it
+        becomes the last.  Each threshold sits in a gap of the IR-exact
+        float32 margins of the training rows that reach the stage."""
+        K = c.B.shape[0]
+        reach = np.arange(H32.shape[0], dtype=np.int64)
+        stages = []
+        for k in range(K):
+            sc = Scorer.from_float64(c.B[k], c.b[k])
+            if k == K - 1 or reach.size == 0:
+                stages.append((sc, None))
+                break
+            m = sc.margins(H32, reach)
+            th = place_threshold(m, float(c.theta[k]))
+            out = m <= th
+            if not out.any():
+                continue
+            if out.all():
+                stages.append((sc, None))
+                break
+            stages.append((sc, th))
+            reach = reach[~out]
+        used = np.unique(np.concatenate([sc.cols for sc, _ in stages] + [np.zeros(0, np.int64)]))
+        self._stages = stages
+        self._used_trees = used
+        self.bank_ = bank
+        self.n_stages_ = len(stages)
+
+    # ------------------------------------------------------------ IR
+    def to_ir(self) -> ir.Model:
+        """The cascade as IR: a bank of the trees some stage reads, K'
+        linear stages over them, one cascade (``le`` exits, last stage
+        ``none``)."""
+        if not hasattr(self, "_stages"):
+            from sklearn.exceptions import NotFittedError
+            raise NotFittedError(f"this {type(self).__name__} is not fitted yet; call fit first")
+        sub = subset_bank(self.bank_, self._used_trees)
+        pos = np.searchsorted(self._used_trees, np.arange(self.bank_.n_trees))
+        nodes = [sub]
+        ctl = []
+        for i, (sc, th) in enumerate(self._stages):
+            nodes.append(ir.linear([ir.tree_input(0, int(pos[t])) for t in sc.cols],
+                                   sc.w32.astype(np.float64), float(sc.b32), name=f"stage {i + 1}"))
+            ctl.append((len(nodes) - 1, "none" if th is None else "le", 0.0 if th is None else float(th)))
+        nodes.append(ir.cascade(ctl, name=self._mode))
+        return self._ir_model(nodes, len(nodes) - 1, ir.binary_task(self._ir_classes(), "identity"),
+                              self._costs, n_stages=len(self._stages),
+                              objective=self.objective_history_[-1])
+
+
+    @property
+    def predict_proba(self):
+        """Not available: the stages are squared-loss scores, not log-odds
+        (the IR task has the identity transform); use ``decision_function``."""
+        raise AttributeError(f"{type(self).__name__} has no predict_proba: its margins are squared-loss "
+                             "scores, not log-odds; use decision_function")
+
+
+class CronusClassifier(_CascadeClassifier):
+    """Cronus: a cost-sensitive classifier cascade (Chen, Xu, Weinberger,
+    Chapelle, Kedem, AISTATS 2012): Eq. 8, initialised by Alg. 2, optimised
+    by Alg. 1.  Binary classification only."""
+    __doc__ += "\n\n" + _CascadeClassifier.__doc__
+    _mode = "cronus"
+
+
+class CSCCClassifier(_CascadeClassifier):
+    """CSCC: the cost-sensitive cascade of classifiers (Xu's thesis §3.5,
+    Eq. 3.25 with the tree costs of Eqs. 3.22-3.23, block coordinate descent
+    of §3.4.3, fine-tuning of §3.4.4).  Binary classification only."""
+    __doc__ += "\n\n" + _CascadeClassifier.__doc__
+    _mode = "cscc"

@@ -1,0 +1,372 @@
+"""The full kernel SVM (scikit-learn's ``SVC``, libsvm) exported exactly to
+one IR ``kernel`` node, and what the kernel trainers share: the standardised
+inputs the IR recomputes, the (C, gamma) grid on a validation split (thesis
+§4.5), and the kernel node with its per-feature shift and scale.
+
+Binary models are one node with one output: ``decision = b + sum_s
+alpha_s k(sv_s, x')`` with scikit-learn's signs (``dual_coef_``,
+``intercept_``; positive means ``classes_[1]``).  Multiclass models are
+one-vs-rest (one binary SVC per class) with the union of their support
+vectors shared in one K-wide node: each vector is evaluated and paid once.
+(libsvm's own multiclass scheme is one-vs-one, whose vote counting the IR
+has no node for.)
+"""
+from __future__ import annotations
+
+import numpy as np
+from sklearn.frozen import FrozenEstimator
+from sklearn.utils.metaestimators import available_if
+
+from ... import ir
+from ..base import CostSensitiveClassifier
+
+DEFAULT_C = 1.0
+
+
+def _require_sklearn():
+    try:
+        from sklearn.svm import SVC
+    except ImportError as e:  # pragma: no cover - sklearn is a core dependency of the base
+        raise ImportError("the kernel SVM trainers need scikit-learn: pip install 'skinflint[sklearn]'") from e
+    return SVC
+
+
+def standardizer(X, standardize):
+    """Per-feature float32 ``shift`` (mean) and ``scale`` (1 / std) of the
+    training rows, and the features a kernel reads (constant features are
+    dropped: every row has the same value, so they are never paid for).
+
+    Parameters
+    ----------
+    X : float32 [N, F]
+    standardize : bool
+        False: shift 0, scale 1 (no IR transform), every feature kept.
+
+    Returns
+    -------
+    (features int64 [D], shift float32 [D] or None, scale float32 [D] or None)
+    """
+    F = X.shape[1]
+    if not standardize:
+        return np.arange(F), None, None
+    X64 = X.astype(np.float64)
+    mean, std = X64.mean(0), X64.std(0)
+    feats = np.flatnonzero(std > 0)
+    if feats.size == 0:
+        raise ValueError("X: every feature is constant; a kernel model needs at least one that varies")
+    shift = mean[feats].astype(np.float32)
+    scale = (1.0 / std[feats]).astype(np.float32)
+    return feats, shift, scale
+
+
+def transform(X, features, shift, scale):
+    """What the IR's kernel node computes before its sums:
+    ``x' = (x - shift) * scale``, two float32 roundings (never fused)."""
+    Xf = np.ascontiguousarray(np.asarray(X, np.float32)[:, features])
+    if shift is None:
+        return Xf
+    return (Xf - shift) * scale
+
+
+def resolve_gamma(gamma, n_dims):
+    """``None`` means ``1 / D`` (scikit-learn's ``"scale"`` on standardised
+    inputs); the result is rounded to float32, the IR's precision, so the
+    trainer and the deployed model use the same value."""
+    g = 1.0 / max(n_dims, 1) if gamma is None else float(gamma)
+    if not (np.isfinite(g) and g > 0):
+        raise ValueError(f"gamma must be a positive number, got {gamma!r}")
+    return float(np.float32(g))
+
+
+def kernel_node(support_vectors, alpha, bias, features, *, kernel, gamma, coef0=0.0, degree=3,
+                shift=None, scale=None, sv_cost=1.0, name="svm"):
+    """One IR kernel node; every support vector costs ``sv_cost`` (thesis
+    §4.4: e, the cost of one kernel evaluation)."""
+    S = np.asarray(support_vectors).shape[0]
+    kw = {} if shift is None else {"shift": np.asarray(shift, np.float64),
+                                   "scale": np.asarray(scale, np.float64)}
+    return ir.kernel(np.asarray(support_vectors, np.float32).astype(np.float64),
+                     np.asarray(alpha, np.float32).astype(np.float64), [int(f) for f in features],
+                     kernel=kernel, gamma=float(np.float32(gamma)), coef0=float(np.float32(coef0)),
+                     degree=int(degree) if kernel == "poly" else 1,
+                     bias=np.asarray(bias, np.float32).astype(np.float64),
+                     sv_cost=np.full(S, float(sv_cost)), name=name, **kw)
+
+
+def unfrozen(svm):
+    """A full SVM passed as ``svm=``, unwrapped from scikit-learn's
+    ``FrozenEstimator`` (which ``clone``, hence ``GridSearchCV`` and
+    ``cost_accuracy_curve``, keeps fitted; a bare fitted estimator is cloned
+    unfitted)."""
+    return svm.estimator if isinstance(svm, FrozenEstimator) else svm
+
+
+def class_targets(idx, n_classes):
+    """±1 targets [N, K'] for class indices: one column (classes_[1] is +1)
+    for binary, one-vs-rest columns for multiclass."""
+    if n_classes == 2:
+        return np.where(idx == 1, 1.0, -1.0)[:, None]
+    return np.where(idx[:, None] == np.arange(n_classes)[None, :], 1.0, -1.0)
+
+
+def holdout(n, fraction, seed):
+    """A seeded (fit rows, validation rows) split of range(n)."""
+    if not 0 < fraction < 1:
+        raise ValueError(f"validation_fraction must be in (0, 1), got {fraction!r}")
+    perm = np.random.default_rng(seed).permutation(n)
+    n_val = max(1, int(round(fraction * n)))
+    return perm[n_val:], perm[:n_val]
+
+
+def row_weights(idx, classes, class_weight):
+    """Per-row weights for ``class_weight`` (None, "balanced" or a dict
+    keyed by class label), as libsvm's per-class C factors: every
+    one-vs-rest column sees the same rows weighted the same way."""
+    if class_weight is None:
+        return None
+    K = len(classes)
+    if isinstance(class_weight, str):
+        if class_weight != "balanced":
+            raise ValueError(f"class_weight must be None, 'balanced' or a dict, got {class_weight!r}")
+        per = idx.shape[0] / (K * np.maximum(np.bincount(idx, minlength=K), 1))
+    else:
+        per = np.array([float(class_weight.get(c.item() if hasattr(c, "item") else c, 1.0)) for c in classes])
+    if not np.all(np.isfinite(per) & (per >= 0)):
+        raise ValueError(f"class_weight: weights must be finite and >= 0, got {per.tolist()}")
+    return per[idx]
+
+
+class KernelEstimator(CostSensitiveClassifier):
+    """What the kernel trainers share with scikit-learn: no missing values
+    (a kernel reads every feature) and no ``predict_proba`` (the margin is
+    an identity output, as ``SVC.decision_function``)."""
+
+    _allow_missing = False
+
+    @available_if(lambda est: False)
+    def predict_proba(self, X, budget=None):  # pragma: no cover - never available
+        raise AttributeError("kernel SVM models have no probabilities; use decision_function")
+
+
+class KernelSVMClassifier(KernelEstimator):
+    """The full kernel SVM (libsvm via scikit-learn's ``SVC``, thesis §4.5's
+    "full SVM") as one IR ``kernel`` node.
+
+    Parameters
+    ----------
+    kernel : {"rbf", "linear", "poly"}, default "rbf"
+    C : float or sequence of float, default 1.0
+        SVC's C.  A sequence (and/or a sequence ``gamma``) is a grid: each
+        pair is scored by the accuracy of its IR model on ``eval_set`` or a
+        seeded ``validation_fraction`` hold-out, then the best is refitted
+        on all rows (thesis §4.5 selects C and sigma on a 20 % split).
+    gamma : float, sequence of float or None, default None
+        rbf / poly gamma on the standardised inputs; None is 1 / D.
+    degree, coef0 : int, float
+        Polynomial kernel parameters.
+    standardize : bool, default True
+        Train on ``(x - mean) / std``; the node carries the float32 shift and
+        scale, so the model reads raw features.
+    class_weight : None, "balanced" or dict, passed to SVC.
+    validation_fraction : float, default 0.2
+    sv_cost : float, default 1.0
+        Cost of one kernel evaluation (one support vector), in the units of
+        ``feature_costs``.
+    sv_order : {"svc", "alpha"}, default "svc"
+        Order of the vectors in the node: libsvm's, or by decreasing
+        ``|alpha|`` (a better prefix when a budget truncates the sum).
+    feature_costs, feature_groups, group_costs, feature_names, group_names
+        The cost specification (``FeatureCosts``); unit costs by default.
+    random_state : int or None
+        Seeds the validation split.
+
+    Attributes
+    ----------
+    support_vectors_ : float32 [S, D] in the standardised space
+    dual_coef_ : float64 [S, K'] signed coefficients (K' = 1 for binary)
+    intercept_ : float64 [K']
+    gamma_, C_ : the fitted values
+    n_support_ : int, S
+    features_, shift_, scale_ : the node's feature list and transform
+    """
+
+    def __init__(self, *, kernel="rbf", C=DEFAULT_C, gamma=None, degree=3, coef0=0.0,
+                 standardize=True, class_weight=None, validation_fraction=0.2, sv_cost=1.0,
+                 sv_order="svc", feature_costs=None, feature_groups=None, group_costs=None,
+                 feature_names=None, group_names=None, random_state=None):
+        self.kernel = kernel
+        self.C = C
+        self.gamma = gamma
+        self.degree = degree
+        self.coef0 = coef0
+        self.standardize = standardize
+        self.class_weight = class_weight
+        self.validation_fraction = validation_fraction
+        self.sv_cost = sv_cost
+        self.sv_order = sv_order
+        self.feature_costs = feature_costs
+        self.feature_groups = feature_groups
+        self.group_costs = group_costs
+        self.feature_names = feature_names
+        self.group_names = group_names
+        self.random_state = random_state
+
+    # ------------------------------------------------------------ fit
+    def fit(self, X, y, eval_set=None):
+        """Fit on X [N, F] (no missing values) and labels y.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+        eval_set : (X_val, y_val), optional
+            Rows for choosing (C, gamma) when either is a grid.
+        """
+        X, y = self._validate_X_y(X, y)
+        if self.kernel not in ("rbf", "linear", "poly"):
+            raise ValueError(f"kernel must be 'rbf', 'linear' or 'poly', got {self.kernel!r}")
+        if self.sv_order not in ("svc", "alpha"):
+            raise ValueError(f"sv_order must be 'svc' or 'alpha', got {self.sv_order!r}")
+        idx = self._encode_labels(y)
+        self._costs = self._cost_spec(X.shape[1])
+        self.features_, self.shift_, self.scale_ = standardizer(X, self.standardize)
+        Xs = transform(X, self.features_, self.shift_, self.scale_)
+        Cs = np.atleast_1d(np.asarray(self.C, np.float64))
+        gs = [None] if self.gamma is None else list(np.atleast_1d(self.gamma))
+        if Cs.ndim != 1 or Cs.size == 0 or not np.all(np.isfinite(Cs) & (Cs > 0)):
+            raise ValueError(f"C must be a positive number or a non-empty sequence of them, got {self.C!r}")
+        grid = [(float(c), resolve_gamma(g, Xs.shape[1])) for c in Cs for g in gs]
+        if len(grid) > 1:
+            if eval_set is not None:
+                fit_rows, Xv = np.arange(X.shape[0]), self._validate_X(eval_set[0], reset=False)
+                yv = self._encode_labels(eval_set[1], reset=False)
+            else:
+                fit_rows, val = holdout(X.shape[0], self.validation_fraction, self.random_state)
+                Xv, yv = X[val], idx[val]
+            from ...runtimes.reference import predict
+            scores = []
+            for c, g in grid:
+                self.C_ = c
+                self._fit_svc(Xs[fit_rows], idx[fit_rows], fit_rows, c, g)
+                scores.append(float(np.mean(predict(self.to_ir(), Xv).output == self.classes_[yv])))
+            self.validation_scores_ = scores
+            self.C_, self.gamma_ = grid[int(np.argmax(scores))]
+        else:
+            self.C_, self.gamma_ = grid[0]
+        self._fit_svc(Xs, idx, np.arange(X.shape[0]), self.C_, self.gamma_)
+        return self._set_model(self.to_ir())
+
+    def _fit_svc(self, Xs, idx, rows, C, gamma):
+        """One SVC per output (binary: one; multiclass: one-vs-rest), the
+        union of their support vectors sharing one coefficient matrix."""
+        SVC = _require_sklearn()
+        K = len(self.classes_)
+        cols = [None] if K == 2 else list(range(K))
+        sv_rows, coefs, bias = [], [], []
+        weights = row_weights(idx, self.classes_, self.class_weight)
+        for k in cols:
+            yk = idx if k is None else (idx == k).astype(np.int64)
+            if np.unique(yk).size < 2:
+                raise ValueError("y: a one-vs-rest column has one class only in the fit rows; "
+                                 "use more rows per class")
+            svc = SVC(kernel=self.kernel, C=C, gamma=gamma, degree=self.degree,
+                      coef0=self.coef0).fit(Xs, yk, sample_weight=weights)
+            sv_rows.append(svc.support_)
+            coefs.append(svc.dual_coef_[0])
+            bias.append(float(svc.intercept_[0]))
+            self.svc_ = svc
+        union = np.unique(np.concatenate(sv_rows))
+        alpha = np.zeros((union.size, len(cols)))
+        for j, (r, c) in enumerate(zip(sv_rows, coefs)):
+            alpha[np.searchsorted(union, r), j] = c
+        if len(cols) == 1:     # keep libsvm's own order for the binary model
+            union = sv_rows[0]
+            alpha = coefs[0][:, None]
+        self._set_support(Xs[union], alpha, np.asarray(bias), gamma)
+        self.support_ = rows[union]
+
+    def _set_support(self, sv, alpha, bias, gamma):
+        order = np.arange(sv.shape[0])
+        if self.sv_order == "alpha":
+            order = np.argsort(-np.abs(alpha).max(1), kind="stable")
+        self.support_vectors_ = np.asarray(sv, np.float32)[order]
+        self.dual_coef_ = np.asarray(alpha, np.float64)[order]
+        self.intercept_ = np.asarray(bias, np.float64)
+        self.gamma_ = float(gamma)
+        self.n_support_ = int(sv.shape[0])
+
+    # ------------------------------------------------------------ import
+    @classmethod
+    def from_svc(cls, svc, *, shift=None, scale=None, sv_cost=1.0, feature_costs=None,
+                 feature_groups=None, group_costs=None, feature_names=None, group_names=None):
+        """Import a fitted binary scikit-learn ``SVC`` (rbf, linear or poly).
+
+        Parameters
+        ----------
+        svc : sklearn.svm.SVC, fitted on two classes
+        shift, scale : array [F], optional
+            The inputs the SVC saw were ``(x - shift) * scale`` (float32);
+            the model then reads raw features.  E.g. a ``StandardScaler``'s
+            ``mean_`` and ``1 / scale_``.
+        sv_cost, feature_costs, ... : as for the estimator.
+
+        Returns
+        -------
+        KernelSVMClassifier, fitted (``model_`` set).
+        """
+        if not hasattr(svc, "support_vectors_"):
+            raise ValueError("from_svc: the SVC is not fitted yet; call its fit first")
+        if len(svc.classes_) != 2:
+            raise ValueError("from_svc: only binary SVCs can be imported (libsvm's multiclass "
+                             "models are one-vs-one); fit KernelSVMClassifier on the data for a "
+                             "one-vs-rest multiclass model")
+        if svc.kernel not in ("rbf", "linear", "poly"):
+            raise ValueError(f"from_svc: kernel {svc.kernel!r} has no IR form; use rbf, linear or poly")
+        F = svc.support_vectors_.shape[1]
+        est = cls(kernel=svc.kernel, C=float(svc.C), degree=int(svc.degree), coef0=float(svc.coef0),
+                  standardize=shift is not None, sv_cost=sv_cost, feature_costs=feature_costs,
+                  feature_groups=feature_groups, group_costs=group_costs,
+                  feature_names=feature_names, group_names=group_names)
+        est.classes_ = np.asarray(svc.classes_)
+        est.n_features_in_ = F
+        est._costs = est._cost_spec(F)
+        est.features_ = np.arange(F)
+        est.shift_ = None if shift is None else np.asarray(shift, np.float32)
+        est.scale_ = None if shift is None else np.asarray(scale, np.float32)
+        est.C_ = float(svc.C)
+        est._set_support(svc.support_vectors_, svc.dual_coef_[0][:, None],
+                         np.asarray(svc.intercept_[:1], np.float64), float(svc._gamma))
+        est.support_ = np.asarray(svc.support_)
+        est.svc_ = svc
+        return est._set_model(est.to_ir())
+
+    # ------------------------------------------------------------ IR
+    def to_ir(self) -> ir.Model:
+        """One ``kernel`` node: the support vectors in ``sv_order``, signed
+        coefficients, bias and gamma as float32; identity output (the sign of
+        the margin decides the class, as SVC's ``decision_function``)."""
+        if getattr(self, "support_vectors_", None) is None:
+            raise RuntimeError(f"this {type(self).__name__} is not fitted yet; call fit first")
+        node = kernel_node(self.support_vectors_, self.dual_coef_, self.intercept_, self.features_,
+                           kernel=self.kernel, gamma=self.gamma_, coef0=self.coef0, degree=self.degree,
+                           shift=self.shift_, scale=self.scale_, sv_cost=self.sv_cost)
+        return self._ir_model([node], 0, svm_task(self._ir_classes()), self._costs,
+                              n_support=int(self.n_support_), C=self.C_, gamma=self.gamma_)
+
+
+class _WrapsSVM:
+    """Mixin for trainers with an ``svm`` parameter (a fitted full SVM): the
+    model's metadata records that SVM's parameters, not the object."""
+
+    def _json_params(self):
+        params = super()._json_params()
+        if params.get("svm") is not None:
+            params["svm"] = {type(self.svm).__name__: self.svm._json_params()}
+        return params
+
+
+def svm_task(classes):
+    """Binary: identity margin (positive = classes[1]); multiclass: identity
+    one-vs-rest margins, the first maximum wins."""
+    return (ir.binary_task(classes, "identity") if len(classes) == 2
+            else ir.multiclass_task(classes, "identity"))

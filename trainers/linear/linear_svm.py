@@ -1,0 +1,377 @@
+"""The L2-SVM (squared hinge) in the primal, with an unregularised bias.
+
+    min_{w,b}  1/2 w' R w + 1/2 sum_i mu_i [1 - y_i (w' phi_i + b)]_+^2
+
+is AFR's inner problem, paper Eq. (1) / thesis Eq. (2.21) with class weights
+(thesis Eq. 2.26, bottom), divided by C: R = I / C.  Any PSD R works (a
+reduced kernel SVM passes R = K_JJ).  The bias is *not* regularised: AFR's
+gradient (paper Eqs. 12-13, thesis Eqs. 2.29-2.31) is derived for that
+problem, which liblinear (it regularises the bias) does not solve.
+
+Solver: primal finite Newton (Keerthi & DeCoste 2005; Chapelle 2007).  With
+psi_i = [phi_i; 1] and the active set A = {i : y_i f_i < 1},
+
+    M = diag(R, 0) + sum_{i in A} mu_i psi_i psi_i',   z = sum_{i in A} mu_i y_i psi_i,
+
+and M theta = z is the minimiser for a fixed A (thesis Eq. 2.31's M, whose
+"1/C" block means I/C).  Iterate: Newton point, exact line search on the
+piecewise-quadratic objective, new A; stop when the Newton point keeps A
+(there the objective's gradient is the quadratic's, zero).
+
+``afr_gradients`` gives d loss_V / d phi on the fitting rows and
+d loss_V / d log C by one adjoint solve with M's Cholesky factor (O(n S)),
+which equals the thesis' Eqs. (2.28)-(2.33) with their typos corrected
+(``docs/algorithms/afr-cvm.md`` §1.2, §1.4).
+
+``LinearSVMClassifier`` is the linear-SVM baseline of the AFR paper (Figs.
+3, 4) on raw features, standardised in training and folded back into one
+``linear`` IR node.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.linalg import cho_factor, cho_solve
+from sklearn.utils.metaestimators import available_if
+from threadpoolctl import threadpool_limits
+
+from ... import ir
+from ..base import CostSensitiveClassifier
+
+
+@dataclass
+class SVMSolution:
+    """theta = [w; b]; ``active`` is the final active set (bool [n]);
+    ``chol`` is scipy's Cholesky factor of the final M (with jitter)."""
+    theta: np.ndarray
+    active: np.ndarray
+    chol: tuple
+    n_iter: int
+
+    @property
+    def w(self):
+        return self.theta[:-1]
+
+    @property
+    def b(self):
+        return float(self.theta[-1])
+
+
+def _with_bias(Phi):
+    return np.hstack([Phi, np.ones((Phi.shape[0], 1))])
+
+
+def _reg_matrix(reg, S):
+    """diag(R, 0) as an [S+1, S+1] array; ``reg`` is a scalar (R = reg * I)
+    or an [S, S] PSD matrix."""
+    Rb = np.zeros((S + 1, S + 1))
+    if np.ndim(reg) == 0:
+        Rb[np.arange(S), np.arange(S)] = float(reg)
+    else:
+        Rb[:S, :S] = np.asarray(reg, np.float64)
+    return Rb
+
+
+def _objective(theta, Rb, Psi, y, mu):
+    m = np.maximum(0.0, 1.0 - y * (Psi @ theta))
+    return 0.5 * theta @ Rb @ theta + 0.5 * np.sum(mu * m * m)
+
+
+def _line_search(theta, d, Rb, Psi, y, mu):
+    """argmin_t of the objective along theta + t d, t in (0, 1]: its
+    derivative is piecewise linear and increasing; safeguarded Newton steps
+    on it (exact within a linear piece) inside a shrinking bracket."""
+    f, df = Psi @ theta, Psi @ d
+    yf, ydf = y * f, y * df
+    a0, a1 = theta @ Rb @ d, d @ Rb @ d      # regulariser: a0 + t a1
+    mu_ydf = mu * ydf
+
+    def slope(t):
+        m = 1.0 - yf - t * ydf
+        on = m > 0
+        return a0 + t * a1 - float(mu_ydf[on] @ m[on]), a1 + float(mu_ydf[on] @ ydf[on])
+    s1, _ = slope(1.0)
+    if s1 <= 0:
+        return 1.0
+    lo, hi, t = 0.0, 1.0, 0.5
+    for _ in range(100):
+        s, ds = slope(t)
+        if s > 0:
+            hi = t
+        else:
+            lo = t
+        if hi - lo < 1e-12 or s == 0:
+            break
+        nt = t - s / ds if ds > 0 else 0.5 * (lo + hi)
+        t = nt if lo < nt < hi else 0.5 * (lo + hi)
+    return t
+
+
+def l2svm_newton(Phi, y, mu=None, reg=1.0, theta0=None, max_iter=100) -> SVMSolution:
+    """Solve the L2-SVM above by primal Newton.
+
+    Parameters
+    ----------
+    Phi : float64 [n, S]
+        Inputs (AFR: the representation phi(x) of the training rows T).
+    y : [n]
+        Labels in {-1, +1}.
+    mu : float64 [n], optional
+        Per-row weights (class weights beta_y of paper Eq. 6); default 1.
+    reg : float or float64 [S, S]
+        R of the regulariser 1/2 w' R w; a scalar means R = reg * I
+        (AFR: reg = 1 / C).  The bias is never regularised.
+    theta0 : float64 [S + 1], optional
+        Warm start [w; b].
+    max_iter : int
+        Newton steps at most (default 100; it usually stops in < 10).
+
+    Returns
+    -------
+    SVMSolution
+    """
+    Phi = np.asarray(Phi, np.float64)
+    n, S = Phi.shape
+    y = np.asarray(y, np.float64)
+    mu = np.ones(n) if mu is None else np.asarray(mu, np.float64)
+    Psi = _with_bias(Phi)
+    Rb = _reg_matrix(reg, S)
+    theta = np.zeros(S + 1) if theta0 is None else np.asarray(theta0, np.float64).copy()
+    if theta0 is None and mu.sum() > 0:       # start at the best bias alone
+        theta[-1] = np.sum(mu * y) / np.sum(mu)
+    active = y * (Psi @ theta) < 1.0
+    it = 0
+    for it in range(1, max_iter + 1):
+        chol = _factor(Rb, Psi, mu, active)
+        z = Psi[active].T @ (mu[active] * y[active])
+        target = cho_solve(chol, z)
+        if np.array_equal(y * (Psi @ target) < 1.0, active):
+            # the Newton point keeps the active set: the objective's gradient
+            # equals this quadratic's there, which is zero: the optimum
+            return SVMSolution(theta=target, active=active, chol=chol, n_iter=it)
+        d = target - theta
+        theta = theta + _line_search(theta, d, Rb, Psi, y, mu) * d
+        active = y * (Psi @ theta) < 1.0
+    chol = _factor(Rb, Psi, mu, active)
+    return SVMSolution(theta=theta, active=active, chol=chol, n_iter=it)
+
+
+def _factor(Rb, Psi, mu, active):
+    PA = Psi[active]
+    M = Rb + PA.T @ (mu[active][:, None] * PA)
+    # jitter: M is singular only when no row is active and R has a zero
+    # block (the bias); 1e-12 of the diagonal's scale is far below any
+    # entry the data put there
+    jitter = 1e-12 * max(1.0, float(np.mean(np.diag(M))))
+    return cho_factor(M + jitter * np.eye(M.shape[0]), lower=False)
+
+
+def sigmoid_loss(margins, mu, a):
+    """AFR's smooth 0-1 loss sum_j mu_j sigma_a(y_j f_j), sigma_a(z) =
+    1 / (1 + e^{a z}) (paper Eq. 6 with the sign fixed: it needs y_j and
+    e^{+az}).  ``margins`` = y * f.  Returns (loss, sigma)."""
+    s = 0.5 * (1.0 - np.tanh(0.5 * a * margins))   # = 1 / (1 + e^{a z}), overflow-free
+    return float(np.sum(mu * s)), s
+
+
+@dataclass
+class AFRGradients:
+    """d loss_V / d phi on T rows [nT, S] and V rows [nV, S], d loss_V /
+    d log C, and loss_V itself."""
+    d_phi_T: np.ndarray
+    d_phi_V: np.ndarray
+    d_log_C: float
+    loss: float
+
+
+def afr_gradients(sol: SVMSolution, Phi_T, y_T, mu_T, Phi_V, y_V, mu_V, C, a=5.0) -> AFRGradients:
+    """Gradients of loss_V = sum_{j in V} mu_j sigma_a(y_j f_j) (paper Eq. 6,
+    thesis Eq. 2.25, signs fixed) through the SVM solved on T.
+
+    Adjoint form of thesis Eqs. (2.28)-(2.33) (paper Eqs. 9-14); with
+    d_j = d loss_V / d f_j = -a mu_j y_j sigma (1 - sigma) (the thesis' Eq.
+    2.32 drops the factor a mu), g = sum_V d_j psi_j and v = M^{-1} g:
+
+        V rows:          d/d phi_s(x_j) = d_j w_s                       (2.30)
+        T rows in A:     d/d phi_s(x_i) = mu_i [v_s (y_i - f_i) - w_s v'psi_i]
+        T rows not in A: 0                                       (2.29, 2.31)
+        d/d log C = v_{1:S}' w / C                                      (2.33)
+
+    Parameters
+    ----------
+    sol : SVMSolution
+        ``l2svm_newton(Phi_T, y_T, mu_T, 1 / C)``.
+    Phi_T, Phi_V : float64 [nT, S], [nV, S]
+    y_T, y_V : labels in {-1, +1}
+    mu_T, mu_V : float64 weights
+    C : float
+        The SVM's C (the solution's regulariser is 1 / C).
+    a : float
+        Sigmoid steepness (paper §4: 5).
+
+    Returns
+    -------
+    AFRGradients
+    """
+    theta, w = sol.theta, sol.w
+    Psi_V = _with_bias(np.asarray(Phi_V, np.float64))
+    Psi_T = _with_bias(np.asarray(Phi_T, np.float64))
+    yV = np.asarray(y_V, np.float64)
+    yT = np.asarray(y_T, np.float64)
+    loss, s = sigmoid_loss(yV * (Psi_V @ theta), mu_V, a)
+    d = -a * mu_V * yV * s * (1.0 - s)
+    v = cho_solve(sol.chol, Psi_V.T @ d)
+    d_phi_V = d[:, None] * w[None, :]
+    fT = Psi_T @ theta
+    coef = np.where(sol.active, mu_T, 0.0)
+    d_phi_T = coef[:, None] * (np.outer(yT - fT, v[:-1]) - np.outer(Psi_T @ v, w))
+    return AFRGradients(d_phi_T=d_phi_T, d_phi_V=d_phi_V, d_log_C=float(v[:-1] @ w / C), loss=loss)
+
+
+# ---------------------------------------------------------------- estimator
+def class_weights(y01, class_weight):
+    """Per-row weights mu (beta_y of AFR's paper Eq. 6) for labels in {0, 1}
+    (or class indices): None -> 1, "balanced" -> n / (K n_k), or a dict
+    {class index: weight}."""
+    y01 = np.asarray(y01)
+    if class_weight is None:
+        return np.ones(y01.shape[0])
+    K = int(y01.max()) + 1
+    if isinstance(class_weight, str):
+        if class_weight != "balanced":
+            raise ValueError(f"class_weight must be None, 'balanced' or a dict, got {class_weight!r}")
+        counts = np.bincount(y01, minlength=K).astype(np.float64)
+        per = y01.shape[0] / (K * np.maximum(counts, 1.0))
+    else:
+        per = np.array([float(class_weight.get(k, 1.0)) for k in range(K)])
+    if not np.all(np.isfinite(per) & (per > 0)):
+        raise ValueError(f"class_weight: weights must be finite and > 0, got {per.tolist()}")
+    return per[y01]
+
+
+class LinearSVMClassifier(CostSensitiveClassifier):
+    """Linear L2-SVM on the raw features (the AFR paper's "SVM linear kernel"
+    baseline, Figs. 3-4; thesis Figs. 2.8-2.9), exported as one ``linear``
+    IR node.  Every feature with a non-zero weight is paid for.
+
+    Parameters
+    ----------
+    C : float or sequence of float, default 1.0
+        The SVM's C (paper Eq. 1).  A sequence is a grid: each value is
+        scored on ``eval_set`` (or on a seeded ``validation_fraction``
+        hold-out) by the accuracy of its IR model, and the best one is
+        refitted on all the training rows.
+    class_weight : None, "balanced" or dict
+        Row weights by class (beta_y in the paper).
+    standardize : bool, default True
+        Train on (x - mean) / std and fold the scaling back into w and b
+        (float32); the model reads raw features.
+    validation_fraction : float, default 0.2
+        Hold-out share for choosing C from a grid without ``eval_set``.
+    max_iter : int, default 100
+        Newton steps at most.
+    feature_costs, feature_groups, group_costs, feature_names, group_names
+        The cost specification (``FeatureCosts``); unit costs by default.
+    random_state : int or None
+        Seeds the hold-out split.
+
+    Multiclass targets are fitted one-vs-rest into one K-wide linear node
+    (the first maximal margin wins).
+    """
+
+    def __init__(self, *, C=1.0, class_weight=None, standardize=True, validation_fraction=0.2,
+                 max_iter=100, feature_costs=None, feature_groups=None, group_costs=None,
+                 feature_names=None, group_names=None, random_state=None):
+        self.C = C
+        self.class_weight = class_weight
+        self.standardize = standardize
+        self.validation_fraction = validation_fraction
+        self.max_iter = max_iter
+        self.feature_costs = feature_costs
+        self.feature_groups = feature_groups
+        self.group_costs = group_costs
+        self.feature_names = feature_names
+        self.group_names = group_names
+        self.random_state = random_state
+
+    _allow_missing = False       # a linear model cannot skip a missing value
+
+    @available_if(lambda est: False)
+    def predict_proba(self, X, budget=None):  # pragma: no cover - never available
+        raise AttributeError("linear SVM margins are not probabilities; use decision_function")
+
+    def fit(self, X, y, eval_set=None):
+        """Fit on X [N, F] (no missing values) and labels y.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+        eval_set : (X_val, y_val), optional
+            Rows for choosing C when ``C`` is a grid.
+        """
+        X, y = self._validate_X_y(X, y)
+        idx = self._encode_labels(y)
+        self._costs = self._cost_spec(X.shape[1])
+        grid = np.atleast_1d(np.asarray(self.C, np.float64))
+        if grid.ndim != 1 or grid.size == 0 or not np.all(np.isfinite(grid) & (grid > 0)):
+            raise ValueError(f"C must be a positive number or a non-empty sequence of them, got {self.C!r}")
+        if grid.size > 1:
+            if eval_set is not None:
+                Xs, ys = X, idx
+                Xv = self._validate_X(eval_set[0], reset=False)
+                yv = self._encode_labels(eval_set[1], reset=False)
+            else:
+                if not 0 < self.validation_fraction < 1:
+                    raise ValueError(f"validation_fraction must be in (0, 1), got {self.validation_fraction!r}")
+                perm = np.random.default_rng(self.random_state).permutation(X.shape[0])
+                n_val = max(1, int(round(self.validation_fraction * X.shape[0])))
+                Xs, ys, Xv, yv = X[perm[n_val:]], idx[perm[n_val:]], X[perm[:n_val]], idx[perm[:n_val]]
+            from ...runtimes.reference import predict
+            scores = []
+            for c in grid:
+                with threadpool_limits(1, user_api="blas"):
+                    self._fit_weights(Xs, ys, c)
+                scores.append(float(np.mean(predict(self.to_ir(), Xv).output == self.classes_[yv])))
+            self.C_ = float(grid[int(np.argmax(scores))])
+            self.validation_scores_ = scores
+        else:
+            self.C_ = float(grid[0])
+        with threadpool_limits(1, user_api="blas"):   # [F+1]^2 systems: one thread is faster
+            self._fit_weights(X, idx, self.C_)
+        return self._set_model(self.to_ir())
+
+    def _fit_weights(self, X, idx, C):
+        X64 = X.astype(np.float64)
+        mean = X64.mean(axis=0) if self.standardize else np.zeros(X.shape[1])
+        std = X64.std(axis=0) if self.standardize else np.ones(X.shape[1])
+        scale = np.where(std > 0, 1.0 / np.where(std > 0, std, 1.0), 0.0)
+        Z = (X64 - mean) * scale
+        K = len(self.classes_)
+        cols = [1] if K == 2 else range(K)
+        W, B = np.zeros((X.shape[1], len(cols))), np.zeros(len(cols))
+        self.n_iter_ = 0                                 # Newton steps, most over the columns
+        for j, k in enumerate(cols):
+            y_pm = np.where(idx == k, 1.0, -1.0)
+            mu = class_weights((idx == k).astype(np.int64), self.class_weight)
+            sol = l2svm_newton(Z, y_pm, mu, 1.0 / C, max_iter=self.max_iter)
+            self.n_iter_ = max(self.n_iter_, sol.n_iter)
+            W[:, j] = sol.w * scale                   # w' x = w (x - m) / s
+            B[j] = sol.b - float(sol.w @ (mean * scale))
+        self.coef_, self.intercept_, self._fitted_C = W.T, B, float(C)
+
+    def to_ir(self) -> ir.Model:
+        """One ``linear`` node over the features with a non-zero float32
+        weight: margin = b + sum_f w_f x_f (binary) or one column per class."""
+        check = getattr(self, "coef_", None)
+        if check is None:
+            raise RuntimeError("this LinearSVMClassifier is not fitted yet; call fit first")
+        W = self.coef_.T.astype(np.float32)
+        live = np.flatnonzero(np.any(W != 0, axis=1))
+        node = ir.linear([int(f) for f in live], W[live].astype(np.float64),
+                         self.intercept_.astype(np.float32).astype(np.float64), name="linear_svm")
+        classes = self._ir_classes()
+        task = (ir.binary_task(classes, "identity") if len(classes) == 2
+                else ir.multiclass_task(classes, "identity"))
+        return self._ir_model([node], 0, task, self._costs, C=self._fitted_C)

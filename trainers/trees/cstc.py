@@ -1,0 +1,337 @@
+"""CSTC: the Cost-Sensitive Tree of Classifiers (Xu's thesis §3.4-3.6).
+
+A tree of linear classifiers, each over raw features or over the trees of a
+bank (the boosting trick, §3.6), trained by the mixed-norm relaxation T(3.13)
+/ T(3.24) with block coordinate descent (``soft_tree.SoftTree``), pruned on
+``eval_set`` (§3.4.5), optionally reweighted towards the l0 cost (an
+extension, ``cost_reweight_rounds``; 0 is the thesis' objective) and
+fine-tuned (§3.4.4).  The IR is a ``classifier_tree`` of ``linear`` scorers;
+every reported number comes from it (docs/trees.md).
+"""
+from __future__ import annotations
+
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+from ... import ir
+from ...runtimes.reference import predict as ref_predict
+from ..base import CostSensitiveClassifier, CostSensitiveRegressor
+from ..boosting.booster import tree_outputs
+from ..boosting.tree_bank import bank_features
+from .soft_tree import LEAF, TERM, SoftTree
+from .tree_ir import (CostItems, HardTree, Scorer, Standardizer, feature_input, route_rows,
+                      to_ir_nodes, tree_input_of)
+
+FINE_TUNE = ("none", "node", "path")
+
+
+class _Basis:
+    """The columns node scorers read: raw features, or a bank's tree outputs."""
+
+    def __init__(self, bank, costs):
+        self.bank = bank
+        self.costs = costs
+
+    def items(self):
+        if self.bank is None:
+            return CostItems.from_features(self.costs)
+        return CostItems.from_bank(self.costs, bank_features(self.bank, len(self.costs.costs)),
+                                   self.bank.tree_cost)
+
+    def matrix(self, X):
+        """float32 [N, P]: X itself or the bank's per-tree outputs."""
+        if self.bank is None:
+            return np.ascontiguousarray(X, np.float32)
+        return tree_outputs(self.bank, X)
+
+    def inputs(self):
+        return feature_input if self.bank is None else tree_input_of(0)
+
+
+class _TreeIR:
+    """IR export shared by CSTC and ASTC (``tree_``, ``_basis``, ``_costs`` fitted)."""
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        # a linear scorer over raw features cannot route NaN; a bank can
+        tags.input_tags.allow_nan = self.bank is not None
+        if tags.classifier_tags is not None:
+            tags.classifier_tags.multi_class = False      # binary: +-1 squared loss
+        return tags
+
+    def _validate_X(self, X, *, reset):
+        X = super()._validate_X(X, reset=reset)
+        if self.bank is None and np.isnan(X).any():
+            raise ValueError("X: NaN found; this tree's linear scorers read raw features and cannot "
+                             "route a missing value; impute it first")
+        return X
+
+    def _ir_from(self, ht: HardTree) -> ir.Model:
+        first = 0 if self._basis.bank is None else 1
+        nodes = to_ir_nodes(ht, self._basis.inputs(), first_index=first,
+                            name=type(self).__name__)
+        if first:
+            nodes = [self._basis.bank] + nodes
+        return self._ir_model(nodes, len(nodes) - 1, self._task(), self._costs)
+
+    def to_ir(self) -> ir.Model:
+        """The fitted tree as an IR model (a ``classifier_tree`` of ``linear``
+        scorers, over a ``trees`` bank when one was given)."""
+        return self._ir_from(self.tree_)
+
+    def _prepare(self, X, y):
+        """(float32 X, target in training units, FeatureCosts, basis)."""
+        X, y = self._validate_X_y(X, y)
+        costs = self._cost_spec(X.shape[1])
+        if self.bank is None and np.isnan(X).any():
+            raise ValueError("X: NaN found; linear scorers over raw features cannot route a "
+                             "missing value; impute it, or pass a tree bank (bank=...) that "
+                             "routes NaN inside its trees")
+        return X, self._encode_target(y), costs, _Basis(self.bank, costs)
+
+
+class _SquaredRegression:
+    def _encode_target(self, y, reset=True):
+        y = np.asarray(y, np.float64)
+        if not np.all(np.isfinite(y)):
+            raise ValueError("y: regression targets must be finite")
+        return y
+
+    def _task(self):
+        return ir.regression_task()
+
+    @staticmethod
+    def _val_score(model, Xv, yv):
+        return -float(np.mean((ref_predict(model, Xv).output - np.asarray(yv, np.float64)) ** 2))
+
+
+class _SquaredBinary:
+    def _encode_target(self, y, reset=True):
+        idx = self._encode_labels(y, reset=reset)
+        if len(self.classes_) != 2:
+            raise ValueError(f"Only binary classification is supported. {type(self).__name__} "
+                             f"got {len(self.classes_)} classes (thesis §3.4 and Kusner et al. "
+                             "define CSTC/ASTC for two classes or regression)")
+        return 2.0 * idx - 1.0
+
+    def _task(self):
+        return ir.binary_task(self._ir_classes(), "identity")
+
+    @property
+    def predict_proba(self):
+        raise AttributeError(f"{type(self).__name__} has no predict_proba: its squared-loss margin "
+                             "is not a log-odds; use decision_function")
+
+    @staticmethod
+    def _val_score(model, Xv, yv):
+        return float(np.mean(ref_predict(model, Xv).output == yv))
+
+
+class _CSTCMixin(_TreeIR):
+    """
+    Parameters
+    ----------
+    cost_tradeoff : float [0.01]
+        lambda of T(3.13), per row on the standardised target.  ``lambda_grid``
+        gives the values worth trying.
+    max_depth : int [3]
+        Levels of classifier nodes of the full tree (2**max_depth - 1 nodes).
+    rho : float [1e-3]
+        l1 weight (T(3.1)), standardised units.
+    steepness : float [50]
+        gamma of the soft routing sigma(gamma (s - theta)); T(3.5) has 1,
+        which fails the thesis' own quadrant set (docs/trees.md).
+    cost_reweight_rounds : int [3]
+        Rounds of reweighting the path norm towards l0 after convergence (an
+        extension); 0 is the thesis' objective.
+    reweight_eps : float [0.03]
+    fine_tune : {"none", "node", "path"} ["node"]
+        Re-fit the exit classifiers without the cost term on their frozen
+        support (thesis §3.4.4); "path" lets an exit use every column its path
+        already paid for (same cost by construction).
+    prune : bool [True]
+        Prune on ``eval_set`` (thesis §3.4.5), when given.
+    max_cycles : int [10]; tol : float [1e-6]
+        Block coordinate descent stops (Alg. 5's epsilon).
+    bank : ir TreesNode or None [None]
+        None: linear scorers over raw features.  A bank: scorers over its
+        trees (the boosting trick), tree t costing ``bank.tree_cost[t]``.
+    feature_costs, feature_groups, group_costs, feature_names, group_names
+        As Greedy Miser.
+    random_state : unused (CSTC is deterministic); kept for the common API.
+    """
+
+    def __init__(self, *, cost_tradeoff=0.01, max_depth=3, rho=1e-3, steepness=50.0,
+                 cost_reweight_rounds=3, reweight_eps=0.03, fine_tune="node", prune=True,
+                 max_cycles=10, tol=1e-6, bank=None, feature_costs=None, feature_groups=None,
+                 group_costs=None, feature_names=None, group_names=None, random_state=None):
+        self.cost_tradeoff = cost_tradeoff
+        self.max_depth = max_depth
+        self.rho = rho
+        self.steepness = steepness
+        self.cost_reweight_rounds = cost_reweight_rounds
+        self.reweight_eps = reweight_eps
+        self.fine_tune = fine_tune
+        self.prune = prune
+        self.max_cycles = max_cycles
+        self.tol = tol
+        self.bank = bank
+        self.feature_costs = feature_costs
+        self.feature_groups = feature_groups
+        self.group_costs = group_costs
+        self.feature_names = feature_names
+        self.group_names = group_names
+        self.random_state = random_state
+
+    # ------------------------------------------------------------ checks
+    def _check_params(self):
+        if not (isinstance(self.max_depth, (int, np.integer)) and 1 <= self.max_depth <= 10):
+            raise ValueError(f"max_depth must be an integer in 1..10, got {self.max_depth!r}")
+        for name in ("cost_tradeoff", "rho", "reweight_eps"):
+            v = getattr(self, name)
+            if not (np.isfinite(v) and v >= 0):
+                raise ValueError(f"{name} must be a finite number >= 0, got {v!r}")
+        if not (np.isfinite(self.steepness) and self.steepness > 0):
+            raise ValueError(f"steepness must be > 0, got {self.steepness!r}")
+        if self.fine_tune not in FINE_TUNE:
+            raise ValueError(f"fine_tune must be one of {FINE_TUNE}, got {self.fine_tune!r}")
+        if not (isinstance(self.cost_reweight_rounds, (int, np.integer)) and self.cost_reweight_rounds >= 0):
+            raise ValueError(f"cost_reweight_rounds must be an integer >= 0, got {self.cost_reweight_rounds!r}")
+
+    # ------------------------------------------------------------ fitting
+    def fit(self, X, y, eval_set=None):
+        """Train the tree (thesis §3.4.3-3.4.5).
+
+        Parameters
+        ----------
+        X : array-like (n_samples, n_features)
+        y : array-like (n_samples,)
+        eval_set : (X_val, y_val), optional
+            Validation data for pruning (thesis §3.4.5).
+        """
+        self._check_params()
+        X, t, costs, basis = self._prepare(X, y)
+        self._costs, self._basis = costs, basis
+        # one BLAS thread: the model bytes must not depend on the thread count,
+        # and node-sized products gain nothing from threads
+        with threadpool_limits(limits=1, user_api="blas"):
+            return self._fit(X, t, basis, eval_set)
+
+    def _fit(self, X, t, basis, eval_set):
+        Z32 = basis.matrix(X)
+        self._std = std = Standardizer.fit(Z32, t)
+        tree = SoftTree(std.columns(Z32), std.target(t), basis.items(), int(self.max_depth),
+                        self.cost_tradeoff, self.rho, self.steepness)
+        tree.initialise()
+        if eval_set is not None and self.prune and tree.K > 1:
+            Xv, yv = eval_set
+            self._prune(tree, Z32, self._validate_X(Xv, reset=False), np.asarray(yv))
+        tree.bcd(self.max_cycles, self.tol)
+        for _ in range(int(self.cost_reweight_rounds)):
+            tree.reweight(self.reweight_eps)
+            tree.bcd(self.max_cycles, self.tol)
+        self.tree_ = self._export(tree, Z32, fine_tune=self.fine_tune)
+        self.objective_history_ = list(tree.history)
+        self.n_nodes_ = int(tree.alive.sum())
+        self._soft = tree
+        return self._set_model(self.to_ir())
+
+    def _export(self, tree: SoftTree, Z32, fine_tune="none") -> HardTree:
+        """Hard tree in raw units: scorers folded, thresholds placed between
+        distinct IR margins of the training rows (``Z32``, the float32
+        basis), exits fine-tuned."""
+        K, std = tree.K, self._std
+        scorers = [Scorer.from_float64(*std.fold(tree.beta[k], tree.bias[k])) for k in range(K)]
+        ht = HardTree(scorers, tree.child.copy(), np.zeros(K, np.float32))
+        if fine_tune != "none":
+            self._fine_tune(tree, ht, fine_tune)
+        theta_raw = np.array([std.margin(th) for th in tree.theta])
+        route_rows(ht, Z32, np.arange(Z32.shape[0]), theta_raw)
+        return ht
+
+    def _fine_tune(self, tree: SoftTree, ht: HardTree, how):
+        """Thesis §3.4.4: exits re-fit without the cost term, support frozen
+        (node) or the path's paid columns (path)."""
+        p, s = tree.forward()
+        std = self._std
+        for (k, side) in tree.terminals():
+            if how == "path":
+                cols = np.flatnonzero(np.any(tree.beta[tree.path(k)] != 0, axis=0))
+            else:
+                cols = np.flatnonzero(tree.beta[k] != 0)
+            w = tree.exit_weight(k, side, p, s) / tree.n
+            if w.sum() <= 0:
+                continue
+            beta, b = tree.refit(w, cols)
+            sc = Scorer.from_float64(*std.fold(beta, b))
+            if side == LEAF:
+                ht.scorer[k] = sc
+            else:
+                ht.exit[(k, side)] = sc
+
+    def _prune(self, tree: SoftTree, Z32, Xv, yv):
+        """Bottom-up: at a node whose children are leaves or terminals, try
+        removing both, the lower or the upper child; keep the best variant if
+        the validation score (through the IR) is not worse, fewer nodes first."""
+        def score():
+            return self._val_score(self._ir_from(self._export(tree, Z32)), Xv, yv)
+        best = score()
+        changed = True
+        while changed:
+            changed = False
+            for k in reversed(tree.nodes()):
+                if tree.is_leaf(k):
+                    continue
+                kids = [c for c in tree.child[k] if c != TERM]
+                if any(not tree.is_leaf(c) for c in kids):
+                    continue
+                saved = (tree.child.copy(), tree.alive.copy())
+                options = []
+                for sides in ((0, 1), (0,), (1,)):
+                    if all(tree.child[k, sd] == TERM for sd in sides):
+                        continue
+                    for sd in sides:
+                        tree.remove_child(k, sd)
+                    options.append((score(), -int(tree.alive.sum()), sides))
+                    tree.child[:], tree.alive[:] = saved[0], saved[1]
+                if not options:
+                    continue
+                sc, _, sides = max(options, key=lambda o: (o[0], o[1]))
+                if sc >= best:
+                    for sd in sides:
+                        tree.remove_child(k, sd)
+                    best, changed = sc, True
+
+    # ------------------------------------------------------------ lambda
+    def lambda_grid(self, X, y, n=21):
+        """lambda values worth trying: lambda_max, the group-lasso KKT bound
+        at which the root's initialisation is all zero,
+        max_m ||Phi_m^T (y - mean y) / n||_2 / c_m, then half-octave steps down.
+
+        Returns
+        -------
+        float64 [n], decreasing
+        """
+        X, t, costs, basis = self._prepare(X, y)
+        Z = basis.matrix(X)
+        std = Standardizer.fit(Z, t)
+        Phi, ys = std.columns(Z), std.target(t)
+        g = Phi.T @ ys / Phi.shape[0]
+        items = basis.items()
+        norms = np.sqrt(items.matrix @ (g * g))
+        lam_max = float(np.max(norms / items.cost)) if items.cost.size else 1.0
+        return lam_max * 2.0 ** (-np.arange(n) / 2)
+
+
+class CSTCRegressor(_CSTCMixin, _SquaredRegression, CostSensitiveRegressor):
+    """CSTC for regression, squared loss (thesis §3.4)."""
+
+    __doc__ += "\n\n" + _CSTCMixin.__doc__
+
+
+class CSTCClassifier(_CSTCMixin, _SquaredBinary, CostSensitiveClassifier):
+    """Binary CSTC: squared loss on targets -1 / +1 (as the thesis and
+    Kusner et al.); the IR margin is the score, the label is classes_[1] iff
+    margin > 0 (identity output transform)."""
+
+    __doc__ += "\n\n" + _CSTCMixin.__doc__
