@@ -194,21 +194,23 @@ def _drop_list(t, layout, first, count, n_features):
 
 def feature_macros(names, prefix) -> list[tuple[str, int]]:
     """``<PREFIX>_FEATURE_<NAME>`` index constants: each name upper-cased
-    with every character outside [A-Z0-9_] replaced by "_".  Names that
-    collide (or would) take their index as a suffix, ``_<index>``, repeated
-    until unique: deterministic for a given list of names."""
+    with every character outside [A-Z0-9_] replaced by "_".  A name whose
+    form is unique keeps it; names sharing one take ``_<index>`` (again,
+    until no constant has it): deterministic for a given list of names."""
     base = [f"{prefix.upper()}_FEATURE_{re.sub(r'[^A-Z0-9_]', '_', n.upper())}" for n in names]
     counts: dict[str, int] = {}
     for b in base:
         counts[b] = counts.get(b, 0) + 1
-    out = [b if counts[b] == 1 else f"{b}_{i}" for i, b in enumerate(base)]
-    while len(set(out)) < len(out):
-        seen: set[str] = set()
-        for i, b in enumerate(out):
-            if b in seen:
-                out[i] = f"{b}_{i}"
-            seen.add(out[i])
-    return list(zip(out, range(len(out))))
+    taken = {b for b in base if counts[b] == 1}
+    out = []
+    for i, b in enumerate(base):
+        if counts[b] > 1:
+            b = f"{b}_{i}"
+            while b in taken:
+                b = f"{b}_{i}"
+            taken.add(b)
+        out.append((b, i))
+    return out
 
 
 def _block_rows(n_features) -> int:

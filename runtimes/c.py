@@ -24,6 +24,7 @@ import tempfile
 import numpy as np
 
 from ..compilers.c import C_FLAGS, render
+from .c_targets import TARGETS, prediction, run_on_target
 from .prediction import Prediction, as_budget, as_features
 
 PREFIX = "sfm"
@@ -67,6 +68,10 @@ def build_shared(sources: dict, cc: str, flags: list[str]) -> str:
     return lib
 
 
+def _ptr(a):
+    return a.ctypes.data_as(ctypes.c_void_p)
+
+
 class CRuntime:
     """Generated C: the same ``predict(X, budget=None) -> Prediction`` as
     the reference.  ``api``: "dense" (every feature of a row given) or
@@ -87,7 +92,6 @@ class CRuntime:
         # a float64 output bank returns double scores (docs/numerics.md)
         self._score_dtype = np.float64 if model.output_is_float64 else np.float32
         if target is not None:
-            from .c_targets import TARGETS
             if target not in TARGETS:
                 raise ValueError(f"target {target!r}: expected one of {sorted(TARGETS)}")
             if cc is not None or flags:
@@ -109,8 +113,10 @@ class CRuntime:
         lib.sfm_predict_flat.restype = None
         lib.sfm_workspace_size.restype = ctypes.c_uint32
 
+        score_t = ctypes.c_double if self._score_dtype == np.float64 else ctypes.c_float
+
         class Result(ctypes.Structure):
-            _fields_ = [("scores", (ctypes.c_double if self._score_dtype == np.float64 else ctypes.c_float) * K), ("proba", ctypes.c_float * max(self._P, 1)),
+            _fields_ = [("scores", score_t * K), ("proba", ctypes.c_float * max(self._P, 1)),
                         ("label", ctypes.c_int32), ("cost", ctypes.c_double), ("stage", ctypes.c_int32)]
         self._Result = Result
         self._Fetch = ctypes.CFUNCTYPE(ctypes.c_float, ctypes.c_void_p, ctypes.c_int32)
@@ -123,7 +129,6 @@ class CRuntime:
         N = X.shape[0]
         b = as_budget(budget, N)
         if self.target is not None:
-            from .c_targets import run_on_target
             dense, lazy = run_on_target(m, X, b, self.target, sources=self.sources)
             return lazy if self.api == "lazy" else dense
         if self.api == "lazy":
@@ -131,9 +136,8 @@ class CRuntime:
         F = m.n_features
         scores, proba, label, cost, stage = self._buffers(N)
         used = np.zeros((N, max(F, 1)), np.uint8)
-        p = lambda a: a.ctypes.data_as(ctypes.c_void_p)
         if N:
-            self._lib.sfm_predict_flat(p(X), N, p(b), p(scores), p(proba), p(label), p(cost), p(stage), p(used))
+            self._lib.sfm_predict_flat(_ptr(X), N, *map(_ptr, (b, scores, proba, label, cost, stage, used)))
         return prediction(m.task, scores, proba, label, cost, stage, used[:, :F].astype(bool))
 
     def _predict_lazy(self, X, b) -> Prediction:
@@ -171,13 +175,3 @@ class CRuntime:
                 np.zeros((N, max(self._P, 1)), np.float32), np.zeros(N, np.int32),
                 np.zeros(N, np.float64), np.zeros(N, np.int32))
 
-
-def prediction(task, scores, proba, label, cost, stage, used, fetches=None) -> Prediction:
-    """A ``Prediction`` from the C result fields (label: class index)."""
-    if task.kind == "regression":
-        output = scores[:, 0].copy() if scores.shape[1] == 1 else scores
-    else:
-        output = np.asarray(task.classes)[label]
-    return Prediction(output=output, scores=scores, proba=proba if task.n_proba else None,
-                      cost=cost, stage=np.asarray(stage).astype(np.int64), features_used=used,
-                      fetches=fetches)

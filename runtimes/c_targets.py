@@ -3,7 +3,8 @@
 ``run_on_target(model, X, budgets, target)`` builds a program with the rows
 embedded (templates/c/parity_main.c.j2), runs it, and returns the dense and
 on-demand results as ``Prediction``s (the on-demand one with its per-row
-fetch counts); ``runtimes.c.CRuntime(model, target=...)`` wraps it.
+fetch counts); ``runtimes.c.CRuntime(model, target=...)`` wraps it (this module imports
+nothing from ``runtimes.c``: it is the one that imports this).
 ``target_available(name)`` says whether its toolchain is installed, and why
 not.  Bare-metal targets link the start-up code and linker scripts that ship
 inside the package (``embedded_dir()``, templates/embedded/).
@@ -21,8 +22,7 @@ from importlib import resources
 import numpy as np
 
 from ..compilers.c import C_FLAGS, _env, render
-from .c import prediction
-from .prediction import as_budget, as_features
+from .prediction import Prediction, as_budget, as_features
 
 
 def embedded_dir() -> str:
@@ -117,6 +117,17 @@ def build_program(model, X, budgets, target: Target, work_dir, sources=None) -> 
     if r.returncode != 0:
         raise RuntimeError(f"build for {target.name} failed ({' '.join(cmd)}):\n{r.stderr[-4000:]}")
     return exe
+
+
+def prediction(task, scores, proba, label, cost, stage, used, fetches=None) -> Prediction:
+    """A ``Prediction`` from the C result fields (label: class index)."""
+    if task.kind == "regression":
+        output = scores[:, 0].copy() if scores.shape[1] == 1 else scores
+    else:
+        output = np.asarray(task.classes)[label]
+    return Prediction(output=output, scores=scores, proba=proba if task.n_proba else None,
+                      cost=cost, stage=np.asarray(stage).astype(np.int64), features_used=used,
+                      fetches=fetches)
 
 
 def _hex32(cols):

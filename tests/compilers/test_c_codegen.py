@@ -1,14 +1,13 @@
-import os
 import shutil
 import subprocess
 
 import numpy as np
 import pytest
-
-from skinflint import ir
-from skinflint.compilers.c import C_FLAGS, STRICT_WARNINGS, compile_c
+from skinflint.compilers.c import C_FLAGS, STRICT_WARNINGS, compile_c, feature_macros, render
 from skinflint.ir.random_model import random_model
 from skinflint.runtimes.reference import predict
+
+from skinflint import ir
 from tests.conftest import example_paths, load_example
 
 COMPILERS = [cc for cc in ("gcc", "clang") if shutil.which(cc)]
@@ -87,3 +86,30 @@ def test_double_check_only_in_models_with_float64_banks(tmp_path):
     assert check not in (tmp_path / "f32" / "model.c").read_text()
     src = (tmp_path / "f64" / "model.c").read_text()
     assert check in src and src.index("FLT_EVAL_METHOD") < src.index(check) < src.index("model tables")
+
+
+def test_header_names_feature_indices_and_collisions_resolve_deterministically():
+    got = feature_macros(["age", "blood test", "Blood-Test", "x.1", "x_1", "BLOOD_TEST_1"], "spam")
+    # "blood test" and "Blood-Test" share BLOOD_TEST, and BLOOD_TEST_1 is another feature's own
+    assert got == [("SPAM_FEATURE_AGE", 0), ("SPAM_FEATURE_BLOOD_TEST_1_1", 1), ("SPAM_FEATURE_BLOOD_TEST_2", 2),
+                   ("SPAM_FEATURE_X_1_3", 3), ("SPAM_FEATURE_X_1_4", 4), ("SPAM_FEATURE_BLOOD_TEST_1", 5)]
+    assert len({n for n, _ in got}) == len(got)
+    m = load_example("groups")
+    header = render(m, "spam")["spam.h"]
+    for name, i in feature_macros([f.name for f in m.features], "spam"):
+        assert f"#define {name} {i}\n" in header
+
+
+def test_demo_skips_a_header_naming_the_features_and_refuses_a_reordered_one(tmp_path):
+    m = load_example("trees")
+    compile_c(m, tmp_path)
+    r = subprocess.run(["make", "-s", "-C", str(tmp_path)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    names = [f.name for f in m.features]
+    demo = str(tmp_path / "model_demo")
+    plain = subprocess.run([demo], input="0,-1,0\n1,5,2\n", capture_output=True, text=True)
+    named = subprocess.run([demo], input=",".join(names) + "\n0,-1,0\n1,5,2\n", capture_output=True, text=True)
+    assert named.returncode == 0 and named.stdout == plain.stdout and len(plain.stdout.splitlines()) == 3
+    swapped = ",".join([names[1], names[0], *names[2:]])
+    bad = subprocess.run([demo], input=swapped + "\n1,0,0\n", capture_output=True, text=True)
+    assert bad.returncode == 1 and f"header column 1 is '{names[1]}'" in bad.stderr and bad.stdout.count("\n") == 1

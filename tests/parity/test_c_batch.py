@@ -8,10 +8,10 @@ import ctypes
 
 import numpy as np
 import pytest
-
 from skinflint.ir.random_model import random_model, with_float64_banks
 from skinflint.runtimes.c import CRuntime
 from skinflint.runtimes.reference import predict
+
 from skinflint.verify import verify
 from tests.conftest import load_example
 
@@ -94,8 +94,9 @@ def test_predict_batch_fills_result_structs_across_blocks():
 
 
 def test_a_trained_ensemble_on_rows_past_one_block():
-    from skinflint import datasets
     from skinflint.trainers import GreedyMiserClassifier
+
+    from skinflint import datasets
     ds = datasets.load_breast_cancer()
     m = GreedyMiserClassifier(n_estimators=30, max_depth=3, cost_tradeoff=1e-3, verbose=0,
                               feature_costs=ds.feature_costs, feature_groups=ds.feature_groups,

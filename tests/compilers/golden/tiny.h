@@ -7,6 +7,8 @@
  *   tiny_predict(x, &result)                   no budget
  *   tiny_predict_budget(x, budget, &result)    stops at a per-row budget
  *   tiny_predict_batch(X, n, budgets, results) rows of X, budgets may be NULL
+ *     (walks blocks of rows through each tree together: the fastest way
+ *     to score many rows, with the same results as one at a time)
  *
  * On-demand API: features are fetched through a callback, each at most once
  * per call and only when the row's evaluation reaches it; its cost (and its
@@ -30,6 +32,14 @@
 #define TINY_N_PROBA 2   /* probabilities per row; 0: none */
 #define TINY_N_CLASSES 2
 #define TINY_MODEL_HASH "a018ad6e5d2b8ce6"
+
+/* Feature indices by name: x[TINY_FEATURE_<NAME>] is that feature's
+ * value in a dense row, and the index a fetch callback is asked for.  NAME
+ * is the feature's name upper-cased, every other character than A-Z, 0-9
+ * and _ made "_"; names that collide take "_<index>". */
+#define TINY_FEATURE_W1 0
+#define TINY_FEATURE_W2 1
+#define TINY_FEATURE_CAPS 2
 
 /* Features: index, name, cost, group (-1 = none).
  *      0  w1  cost 1.0  group 0
