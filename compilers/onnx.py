@@ -57,27 +57,36 @@ from .onnx_cost import Costs, exact_in_any_order  # noqa: F401 (part of this mod
 from .onnx_graph import Graph, match_constant_ranks
 from .onnx_outputs import finish, metadata
 from .onnx_routing import Routing
-from .onnx_trees import ML_OPSET, supported_tree_op
+from .onnx_trees import DEFAULT_TARGET, ML_OPSET, TARGETS
 from .onnx_values import Setup, Values, fast_scores
 
 DEFAULT_OPSET = 18      # ScatterElements(reduction="min") needs 18
 F32, F64 = TensorProto.FLOAT, TensorProto.DOUBLE
 
 
-def compile_onnx(model, *, opset=None, mode="exact", budget=True, features_used=True,
+def compile_onnx(model, *, target=DEFAULT_TARGET, opset=None, mode="exact", budget=True, features_used=True,
                  tree_op=None, tables=None) -> onnx.ModelProto:
-    """The ONNX graph of ``model``.  ``opset`` is the ai.onnx opset (>= 18);
-    ``tree_op`` forces "TreeEnsemble" or "TreeEnsembleRegressor" (default:
-    the newest the installed onnxruntime runs); ``tables`` is
+    """The ONNX graph of ``model``.
+
+    ``target`` says what must run it (docs/onnx.md has the table measured on
+    every onnxruntime minor): "onnxruntime-1.16" (the default: ai.onnx.ml
+    ``TreeEnsembleRegressor``, every onnxruntime from 1.16),
+    "onnxruntime-1.21" (``TreeEnsemble``, ai.onnx.ml opset 5) or
+    "no-ml-ops" (no ai.onnx.ml operator: trees walked in standard ops, for
+    runtimes and execution providers without tree operators).  ``tree_op``
+    overrides the target's ("TreeEnsembleRegressor", "TreeEnsemble" or
+    "gather"); ``opset`` is the ai.onnx opset (>= 18); ``tables`` is
     ``ir.lowering.lower(model)`` when the caller has it already."""
     opset = DEFAULT_OPSET if opset is None else int(opset)
     if opset < DEFAULT_OPSET:
         raise ValueError(f"opset {opset}: the exact graph needs ai.onnx opset >= {DEFAULT_OPSET}")
     if mode not in ("exact", "fast"):
         raise ValueError(f"mode must be 'exact' or 'fast', got {mode!r}")
-    tree_op = tree_op or supported_tree_op()
+    if target not in TARGETS:
+        raise ValueError(f"target must be one of {list(TARGETS)}, got {target!r}")
+    tree_op = tree_op or TARGETS[target]
     if tree_op not in ML_OPSET:
-        raise ValueError(f"tree_op must be one of {sorted(ML_OPSET)}, got {tree_op!r}")
+        raise ValueError(f"tree_op must be one of {list(ML_OPSET)}, got {tree_op!r}")
     tab = lower(model) if tables is None else tables
     g = Graph()
     inputs = [helper.make_tensor_value_info("X", F32, ["N", model.n_features])]
@@ -90,10 +99,12 @@ def compile_onnx(model, *, opset=None, mode="exact", budget=True, features_used=
         if budget:
             inputs.append(helper.make_tensor_value_info("budget", F64, ["N"]))
     graph = helper.make_graph(g.nodes, "skinflint", inputs, outputs, g.inits)
-    proto = helper.make_model(graph, opset_imports=[
-        helper.make_opsetid("", opset), helper.make_opsetid("ai.onnx.ml", ML_OPSET[tree_op])],
-        producer_name="skinflint", producer_version=package_version())
-    proto.ir_version = 9   # readable by onnxruntime >= 1.16
+    opsets = [helper.make_opsetid("", opset)]
+    if ML_OPSET[tree_op] is not None:
+        opsets.append(helper.make_opsetid("ai.onnx.ml", ML_OPSET[tree_op]))
+    proto = helper.make_model(graph, opset_imports=opsets, producer_name="skinflint",
+                              producer_version=package_version())
+    proto.ir_version = 9   # onnxruntime 1.16 reads IR versions up to 9
     helper.set_model_props(proto, metadata(model, mode, tree_op, package_version()))
     match_constant_ranks(proto)
     onnx.checker.check_model(proto, full_check=True)

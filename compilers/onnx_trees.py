@@ -1,47 +1,39 @@
-"""Forests of (possibly cut) trees as one ai.onnx.ml tree-ensemble op.
+"""Forests of (possibly cut) trees as one ai.onnx.ml tree-ensemble op, or
+as a walk in standard tensor ops.
 
-Two emitters of the same ``Forest``:
+Three emitters of the same ``Forest`` (``tree_op``):
 
-* ``TreeEnsemble`` (ai.onnx.ml opset 5), used when the installed
-  onnxruntime runs it;
-* ``TreeEnsembleRegressor`` (ai.onnx.ml opset 3), the fallback.
+* ``TreeEnsembleRegressor`` (ai.onnx.ml opset 3): every onnxruntime from
+  1.16 runs it (the default target, ``TARGETS``);
+* ``TreeEnsemble`` (ai.onnx.ml opset 5): onnxruntime >= 1.21;
+* ``"gather"``: no ai.onnx.ml operator; ``tree_walk`` descends all trees one
+  level at a time with Gather / GatherElements / LessOrEqual / Where, for
+  runtimes and execution providers without tree operators.
 
 Every leaf casts one (target, weight) vote.  The exact graph (see
 compilers/onnx.py) uses one SUM-aggregated ensemble of the IR trees voting
-packed leaf numbers; fast mode, one voting leaf values.
+packed leaf numbers, or the walk's leaves directly; fast mode, one ensemble
+voting leaf values, or the walk's leaf values summed.
 """
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 
 import numpy as np
-from onnx import TensorProto, helper, numpy_helper
+from onnx import numpy_helper
 
 from ..ir.lowering import Tables
 from .onnx_graph import Graph
 from .onnx_schedule import TreePaths
 
-ML_OPSET = {"TreeEnsemble": 5, "TreeEnsembleRegressor": 3}
+# the ai.onnx.ml opset each tree operator needs (None: no ai.onnx.ml import)
+ML_OPSET = {"TreeEnsembleRegressor": 3, "TreeEnsemble": 5, "gather": None}
+# compile targets: the tree operator each runs (docs/onnx.md, measured on
+# every onnxruntime minor by tests/compat); the first is the default
+TARGETS = {"onnxruntime-1.16": "TreeEnsembleRegressor", "onnxruntime-1.21": "TreeEnsemble",
+           "no-ml-ops": "gather"}
+DEFAULT_TARGET = "onnxruntime-1.16"
 MAX_EXACT = 1 << 24     # votes travel as float32: integers below 2^24 are exact
-
-
-@functools.lru_cache(maxsize=None)
-def supported_tree_op() -> str:
-    """The newest tree operator the installed onnxruntime can run."""
-    import onnxruntime as ort
-    g = Graph()
-    out = _emit_v5(g, "X", Forest.single_leaf(1.0), 1)
-    graph = helper.make_graph(g.nodes, "probe",
-                              [helper.make_tensor_value_info("X", TensorProto.FLOAT, ["N", 1])],
-                              [helper.make_tensor_value_info(out, TensorProto.FLOAT, ["N", 1])])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18),
-                                                    helper.make_opsetid("ai.onnx.ml", 5)])
-    try:
-        ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-        return "TreeEnsemble"
-    except Exception:  # noqa: BLE001 - any refusal means: not supported here
-        return "TreeEnsembleRegressor"
 
 
 @dataclass
@@ -56,28 +48,23 @@ class Forest:
     right: np.ndarray
     target: np.ndarray      # [n] -1 at internal nodes
     weight: np.ndarray      # [n] float32
+    node: np.ndarray        # [n] the IR node each comes from (tn_* index)
 
     @property
     def n_trees(self):
         return int(self.tree[-1]) + 1 if self.tree.size else 0
 
     @staticmethod
-    def single_leaf(weight):
-        z = np.zeros(1, np.int64)
-        return Forest(z, z - 1, np.zeros(1, np.float32), z, z - 1, z - 1, z,
-                      np.array([weight], np.float32))
-
-    @staticmethod
     def concat(forests):
         forests = [f for f in forests if f.tree.size]
         parts, node0, tree0 = [], 0, 0
         for f in forests:
-            shift = lambda a: np.where(a >= 0, a + node0, -1)  # noqa: E731
+            left, right = (np.where(a >= 0, a + node0, -1) for a in (f.left, f.right))
             parts.append((f.tree + tree0, f.feature, f.threshold, f.missing_left,
-                          shift(f.left), shift(f.right), f.target, f.weight))
+                          left, right, f.target, f.weight, f.node))
             node0 += f.tree.size
             tree0 += f.n_trees
-        return Forest(*(np.concatenate(cols) for cols in zip(*parts)))
+        return Forest(*(np.concatenate(cols) for cols in zip(*parts, strict=True)))
 
 
 def ir_forest(tab: Tables, paths: TreePaths, trees, vote) -> Forest:
@@ -97,11 +84,41 @@ def ir_forest(tab: Tables, paths: TreePaths, trees, vote) -> Forest:
     weight = np.zeros(nodes.size, np.float32)
     target[leaf], weight[leaf] = vote(nodes[leaf])
     return Forest(rank, tab.tn_feature[nodes].astype(np.int64), tab.tn_threshold[nodes],
-                  tab.tn_missing_left[nodes].astype(np.int64), left, right, target, weight)
+                  tab.tn_missing_left[nodes].astype(np.int64), left, right, target, weight, nodes)
+
+
+def tree_walk(g: Graph, X, forest: Forest):
+    """[N, trees] int32: the forest node of the leaf each tree reaches, in
+    standard ops only.  All trees descend together one level per step
+    (``depth`` steps): a leaf points to itself, so a row that reached it
+    stays; a split reads its feature (GatherElements on X), goes left when
+    x <= threshold or when x is NaN and missing values go left (the
+    reference's rule), else right."""
+    n = forest.tree.size
+    leaf = forest.feature < 0
+    me = np.arange(n, dtype=np.int32)     # int32: onnxruntime's int64 ops run ~4x slower
+    left, right = np.where(leaf, me, forest.left), np.where(leaf, me, forest.right)
+    depth = np.zeros(n, np.int64)
+    for i in me[~leaf]:                 # nodes come in (tree, depth) order: parents first
+        depth[left[i]] = depth[right[i]] = depth[i] + 1
+    roots = np.r_[0, np.flatnonzero(np.diff(forest.tree)) + 1]
+    node = g.op("Expand", g.const(roots[None].astype(np.int32)),
+                g.concat([g.n_rows(X), g.const(np.array([roots.size], np.int64))], 0))
+    feature = g.const(np.maximum(forest.feature, 0).astype(np.int32))
+    threshold = g.const(forest.threshold.astype(np.float32))
+    nan_left = g.const(forest.missing_left.astype(bool))
+    left, right = g.const(left.astype(np.int32)), g.const(right.astype(np.int32))
+    for _ in range(int(depth.max())):
+        x = g.op("GatherElements", X, g.op("Gather", feature, node), axis=1)
+        go_left = g.op("Or", g.op("LessOrEqual", x, g.op("Gather", threshold, node)),
+                       g.op("And", g.op("IsNaN", x), g.op("Gather", nan_left, node)))
+        node = g.where(go_left, g.op("Gather", left, node), g.op("Gather", right, node))
+    return node
 
 
 def tree_ensemble(g: Graph, X, forest: Forest, n_targets: int, op: str):
-    """Emit the forest, SUM-aggregated; returns the output name ([N, n_targets] float32)."""
+    """Emit the forest, SUM-aggregated; returns the output name ([N, n_targets] float32).
+    Not for ``op="gather"``: its callers read the leaves of ``tree_walk``."""
     if op == "TreeEnsemble":
         return _emit_v5(g, X, forest, n_targets)
     return _emit_v3(g, X, forest, n_targets)

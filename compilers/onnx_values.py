@@ -22,12 +22,20 @@ from dataclasses import dataclass
 import numpy as np
 from onnx import TensorProto
 
-from ..ir.codes import KERNEL_LINEAR, KERNEL_RBF, KIND_KERNEL, KIND_LINEAR, KIND_TREES, TERM_FEATURE, \
-    TERM_NODE, TERM_TREE
+from ..ir.codes import (
+    KERNEL_LINEAR,
+    KERNEL_RBF,
+    KIND_KERNEL,
+    KIND_LINEAR,
+    KIND_TREES,
+    TERM_FEATURE,
+    TERM_NODE,
+    TERM_TREE,
+)
 from ..ir.lowering import Tables
 from .onnx_graph import Graph, expand_rows, expf, filled
 from .onnx_schedule import TreePaths, UnitLayout, schedule, tree_paths
-from .onnx_trees import MAX_EXACT, Forest, ir_forest, tree_ensemble
+from .onnx_trees import MAX_EXACT, Forest, ir_forest, tree_ensemble, tree_walk
 
 I32 = TensorProto.INT32
 # kernels with more than this many (vector, feature) pairs are summed one
@@ -40,7 +48,8 @@ def _kernel_scan_body(rbf, S):
     acc + (x_d - sv_d)^2 (rbf) or acc + x_d * sv_d, one rounding per op."""
     from onnx import helper
     F = TensorProto.FLOAT
-    nodes = [helper.make_node("Constant", [], ["axes"], value=helper.make_tensor("axes_v", TensorProto.INT64, [1], [1])),
+    nodes = [helper.make_node("Constant", [], ["axes"],
+                              value=helper.make_tensor("axes_v", TensorProto.INT64, [1], [1])),
              helper.make_node("Unsqueeze", ["x_d", "axes"], ["x_col"])]
     if rbf:
         nodes += [helper.make_node("Sub", ["x_col", "sv_d"], ["diff"]),
@@ -160,6 +169,8 @@ class Values(Part):
         536 ms with one target per 4 trees, 640 ms with one per tree).  The
         digits come back as exact integer shifts and masks, in int32 (int64
         ops run ~4x slower in onnxruntime)."""
+        if self._leaf is None and self.op == "gather":
+            self._leaf = self._walked_leaf(), self.leaf_layout().vals
         if self._leaf is None:
             g, t, p = self.g, self.t, self.paths
             T = self.layout.n_trees
@@ -190,6 +201,20 @@ class Values(Part):
                     q = g.op("Mul", q, g.const(lay.width[None].astype(np.int32)))
                 self._leaf = g.op("Add", q, g.const(lay.base[None].astype(np.int32))), lay.vals
         return self._leaf
+
+    def _walked_leaf(self):
+        """Without a tree operator: the walk gives each tree's leaf as a
+        forest node, and a table its start in the values table."""
+        g, t, p = self.g, self.t, self.paths
+        lay = self.leaf_layout()
+        start = np.zeros(t.tn_feature.size, np.int64)
+        start[lay.leaves] = lay.start
+        forest = ir_forest(t, p, np.arange(self.layout.n_trees), vote=lambda nodes: (
+            np.zeros(nodes.size, np.int64), np.zeros(nodes.size, np.float32)))
+        with g.scope("leaf/walk", root=True):
+            node = tree_walk(g, self.X, forest)
+        with g.scope("leaf/decode", root=True):
+            return g.op("Gather", g.const(start[forest.node].astype(np.int32)), node)
 
     def leaf_values(self, trees, outputs, wide=False):
         """Leaf values of global ``trees`` at ``outputs``, by lookup: outputs
@@ -357,17 +382,21 @@ class Values(Part):
 
 def fast_scores(tab: Tables, g: Graph, tree_op, X="X"):
     """Fast mode: the output bank as one summed ensemble, one copy of the
-    forest per output (a leaf casts one vote), plus the base score."""
+    forest per output (a leaf casts one vote), plus the base score; without
+    a tree operator, the walk's leaf values summed over trees."""
     if tab.top_kind != KIND_TREES:
         raise ValueError("mode='fast' needs a model whose output is a tree bank")
     n = tab.top
     K = int(tab.node_width[n])
     trees = np.arange(tab.node_first[n], tab.node_first[n] + tab.node_count[n])
     paths = tree_paths(tab, tab.tree_root.shape[0])
-    forest = Forest.concat([ir_forest(tab, paths, trees, vote=lambda nodes, k=k: (
-        np.full(nodes.size, k), tab.leaf_value[tab.tn_value[nodes] + k])) for k in range(K)])
     with g.scope("value/fast", root=True):
-        total = tree_ensemble(g, X, forest, K, tree_op)
+        if tree_op == "gather":
+            total = _walked_sum(tab, g, X, paths, trees, K)
+        else:
+            forest = Forest.concat([ir_forest(tab, paths, trees, vote=lambda nodes, k=k: (
+                np.full(nodes.size, k), tab.leaf_value[tab.tn_value[nodes] + k])) for k in range(K)])
+            total = tree_ensemble(g, X, forest, K, tree_op)
         if not tab.top_f64:
             return g.op("Add", total, g.const(tab.bias[tab.node_bias[n]: tab.node_bias[n] + K][None]))
         # a float64 bank: its leaves voted as float32 (rounded), the sum is
@@ -377,3 +406,16 @@ def fast_scores(tab: Tables, g: Graph, tree_op, X="X"):
                      g.const(tab.bias64[tab.node_bias[n]: tab.node_bias[n] + K][None]))
         d = float(tab.node_div[n])
         return total if d == 1 else g.op("Div", total, g.const(np.float64(d)))
+
+
+def _walked_sum(tab: Tables, g: Graph, X, paths, trees, K):
+    """[N, K] float32 without a tree operator: the walk's leaves look their
+    float32 values up and ReduceSum adds them over trees, in its own order
+    as the tree operator does (the fast mode's bound, docs/numerics.md)."""
+    forest = ir_forest(tab, paths, trees, vote=lambda nodes: (np.zeros(nodes.size, np.int64),
+                                                             np.zeros(nodes.size, np.float32)))
+    vals = np.zeros((forest.tree.size, K), np.float32)
+    leaf = forest.feature < 0
+    vals[leaf] = tab.leaf_value[tab.tn_value[forest.node[leaf]][:, None] + np.arange(K)]
+    node = tree_walk(g, X, forest)
+    return g.op("ReduceSum", g.op("Gather", g.const(vals), node), g.const([1], np.int64), keepdims=0)

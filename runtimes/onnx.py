@@ -1,6 +1,6 @@
 """Run a compiled ONNX graph in onnxruntime with the common ``predict``.
 
-``OnnxRuntime(source, tree_op=None, ...)`` takes an ``onnx.ModelProto``, a
+``OnnxRuntime(source, target=..., ...)`` takes an ``onnx.ModelProto``, a
 path to a .onnx file, serialized bytes, or a skinflint ``Model`` (compiled
 on the spot, exact mode unless ``mode="fast"``; keyword options go to
 ``compile_onnx``).  ``predict(X, budget=None)`` returns a ``Prediction``; rows go
@@ -63,7 +63,7 @@ class OnnxRuntime:
         self.mode = meta.get("skinflint.mode", "exact")
         self.tree_op = meta.get("skinflint.tree_op")
         self.name = "onnx" + (f" ({self.mode})" if self.mode != "exact" else "") + \
-            (f" ({self.tree_op})" if "tree_op" in compile_options else "")
+            (f" ({self.tree_op})" if {"tree_op", "target"} & set(compile_options) else "")
         self.feature_names = [f["name"] for f in json.loads(meta["skinflint.features"])]
         opts = ort.SessionOptions()
         if threads:
@@ -91,7 +91,7 @@ class OnnxRuntime:
             feed = {"X": X[r0:r0 + step]}
             if "budget" in self.inputs:
                 feed["budget"] = b[r0:r0 + step]
-            for name, v in zip(self.outputs, self.session.run(self.outputs, feed)):
+            for name, v in zip(self.outputs, self.session.run(self.outputs, feed), strict=True):
                 parts[name].append(v)
         return {k: np.concatenate(v) for k, v in parts.items()}
 

@@ -2,8 +2,9 @@
 a row's active regions are one root-to-leaf route, so the static slots of
 trees, support vectors and features are a [routes, units] table gathered by
 the row's route, never an [N, regions, units] block, and the first-touch
-search runs once per depth over the trees of the row's region there.  These models share trees between nodes and leave some trees
-to a single node, so the per-route minimum is exercised both ways."""
+search runs once per depth over the trees of the row's region there.  These
+models share trees between nodes and leave some trees to a single node, so
+the per-route minimum is exercised both ways."""
 import subprocess
 import sys
 import textwrap
@@ -11,7 +12,6 @@ import textwrap
 import numpy as np
 import pytest
 
-from skinflint import ir
 from skinflint.verify import verify
 
 BUILD = textwrap.dedent("""

@@ -27,7 +27,8 @@ def _ops(proto, op_type):
 
 def test_names_follow_what_the_ops_do():
     groups = compile_onnx(load_example("groups"))
-    assert all(n.startswith("leaf/ensemble/") for n in _ops(groups, "TreeEnsemble") + _ops(groups, "TreeEnsembleRegressor"))
+    assert all(n.startswith("leaf/ensemble/")
+               for n in _ops(groups, "TreeEnsemble") + _ops(groups, "TreeEnsembleRegressor"))
     assert all(n.startswith("touch/groups/") for n in _ops(groups, "ScatterElements"))
     assert all(n.startswith("pay/") for n in _ops(groups, "TopK"))
     assert all(n.startswith("touch/") for n in _ops(groups, "BitwiseOr"))

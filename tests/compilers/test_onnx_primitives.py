@@ -3,14 +3,13 @@ directly (compilers/onnx.py explains where each one is used)."""
 from fractions import Fraction
 
 import numpy as np
-import onnx
 import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper
 
 from skinflint.compilers.onnx_cost import exact_in_any_order
 from skinflint.compilers.onnx_graph import Graph, expf, first_set_bits
-from skinflint.compilers.onnx_trees import Forest, tree_ensemble
+from skinflint.compilers.onnx_trees import Forest, tree_ensemble, tree_walk
 from skinflint.runtimes._expf import expf_array
 
 F32, F64, I64, I32 = TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.INT64, TensorProto.INT32
@@ -123,13 +122,35 @@ def test_sum_ensemble_adds_packed_integer_votes_exactly():
     target = np.where(feature < 0, np.repeat(np.arange(T) % 8, 3), -1)
     weight = np.zeros(3 * T, np.float32)
     weight[1::3], weight[2::3] = w[:, 0], w[:, 1]
-    forest = Forest(tree, feature, z(3 * T, np.float32), z(3 * T, np.int64), left, right, target, weight)
+    forest = Forest(tree, feature, z(3 * T, np.float32), z(3 * T, np.int64), left, right, target, weight,
+                    np.arange(3 * T))
     for op, ml in (("TreeEnsemble", 5), ("TreeEnsembleRegressor", 3)):
-        y = run(lambda g, a: tree_ensemble(g, a, forest, 8, op), {"x": x}, F32, F32, ml=ml)
+        y = run(lambda g, a, op=op: tree_ensemble(g, a, forest, 8, op), {"x": x}, F32, F32, ml=ml)
         want = np.zeros((n, 8))
         for t in range(T):
             want[:, t % 8] += np.where(x[:, t] <= 0, w[t, 0], w[t, 1])
         assert np.array_equal(y.astype(np.float64), want), op
+
+
+def test_tree_walk_reaches_the_reference_leaf():
+    # two trees of depth 2 and a lone leaf; thresholds hit exactly, one ulp
+    # either side, NaN (missing goes left on some splits only), +-inf
+    t = np.float32([0.5, -1.0, 2.0])
+    forest = Forest(tree=np.array([0, 0, 0, 0, 0, 1, 1, 1, 2]), feature=np.array([0, 1, -1, -1, -1, 1, -1, -1, -1]),
+                    threshold=np.r_[t[0], t[1], 0, 0, 0, t[2], 0, 0, 0].astype(np.float32),
+                    missing_left=np.array([1, 0, 0, 0, 0, 1, 0, 0, 0]),
+                    left=np.array([1, 3, -1, -1, -1, 6, -1, -1, -1]), right=np.array([2, 4, -1, -1, -1, 7, -1, -1, -1]),
+                    target=np.zeros(9, np.int64), weight=np.zeros(9, np.float32), node=np.arange(9))
+    v = np.array([-np.inf, np.inf, np.nan, *t, *np.nextafter(t, np.float32(np.inf)),
+                  *np.nextafter(t, np.float32(-np.inf))], np.float32)
+    x = np.stack(np.meshgrid(v, v), -1).reshape(-1, 2)
+    got = run(lambda g, a: tree_walk(g, a, forest), {"x": x}, F32, TensorProto.INT32)
+
+    def left(xv, thr, nan_left):
+        return xv <= thr or (np.isnan(xv) and nan_left)
+    want = [[(3 if left(a, t[1], False) else 4) if left(a0, t[0], True) else 2,
+             6 if left(a, t[2], True) else 7, 8] for a0, a in x]
+    assert np.array_equal(got, np.array(want))
 
 
 def test_exact_in_any_order_holds_only_where_the_order_cannot_matter():

@@ -6,16 +6,19 @@ import json
 import numpy as np
 import onnx
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from skinflint import datasets, ir
 from skinflint.compilers.onnx import compile_onnx
-from skinflint.compilers.onnx_trees import supported_tree_op
+from skinflint.compilers.onnx_trees import TARGETS
+from skinflint.ir.random_model import random_model
 from skinflint.runtimes.onnx import OnnxRuntime
 from skinflint.runtimes.reference import predict
 from skinflint.verify import adversarial_rows, verify
 from tests.conftest import example_paths, load_example
 
-TREE_OPS = ["TreeEnsemble", "TreeEnsembleRegressor"]
+TREE_OPS = ["TreeEnsembleRegressor", "TreeEnsemble", "gather"]
 
 
 def onnx_report(model, tree_op, X=None):
@@ -30,14 +33,44 @@ def test_examples_match_reference(path, tree_op):
     assert rep.ok, rep.table()
 
 
-def test_the_newest_tree_operator_is_used_when_available():
-    import onnxruntime as ort
-    want = "TreeEnsemble" if tuple(int(x) for x in ort.__version__.split(".")[:2]) >= (1, 20) else None
-    if want:
-        assert supported_tree_op() == want
-    proto = compile_onnx(load_example("trees"))
-    ops = {n.op_type for n in proto.graph.node}
-    assert supported_tree_op() in ops
+@pytest.mark.parametrize("target, op, ml", [("onnxruntime-1.16", "TreeEnsembleRegressor", 3),
+                                             ("onnxruntime-1.21", "TreeEnsemble", 5),
+                                             ("no-ml-ops", None, None)])
+def test_targets_choose_the_tree_operator_and_opsets(target, op, ml):
+    for mode in ("exact", "fast"):
+        proto = compile_onnx(load_example("trees"), target=target, mode=mode)
+        ops = {n.op_type for n in proto.graph.node}
+        assert ops & {"TreeEnsemble", "TreeEnsembleRegressor"} == ({op} if op else set())
+        assert {o.domain: o.version for o in proto.opset_import} == ({"": 18, "ai.onnx.ml": ml} if ml else {"": 18})
+        assert proto.ir_version == 9
+        assert {n.domain for n in proto.graph.node} <= ({"", "ai.onnx.ml"} if ml else {""})
+    default = compile_onnx(load_example("trees"))
+    assert {n.op_type for n in default.graph.node} >= {"TreeEnsembleRegressor"}
+
+
+@pytest.mark.parametrize("path", example_paths(), ids=lambda p: p.rsplit("/", 1)[-1])
+def test_the_form_without_tree_operators_is_exact_in_the_onnx_reference_evaluator(path):
+    # onnx's own ReferenceEvaluator (numpy, no onnxruntime): the no-ml-ops
+    # graph runs there too, bit for bit; a few rows since it is slow
+    from onnx.reference import ReferenceEvaluator
+    m = ir.load(path)
+    X = adversarial_rows(m)
+    X = X[np.random.default_rng(0).choice(len(X), min(len(X), 40), replace=False)]
+    ref = predict(m, X)
+    budget = np.where(np.arange(len(X)) % 2, np.inf, ref.cost / 2)
+    ref_b = predict(m, X, budget=budget)
+    sess = ReferenceEvaluator(compile_onnx(m, target="no-ml-ops"))
+    names = [o.name for o in sess.proto_.graph.output]
+    for b, want in ((np.full(len(X), np.inf), ref), (budget, ref_b)):
+        with np.errstate(all="ignore"):     # inf - inf and NaN rows are meant (adversarial rows)
+            got = dict(zip(names, sess.run(None, {"X": X, "budget": b}), strict=True))
+        np.testing.assert_array_equal(got["scores"].view(np.uint32 if got["scores"].dtype == np.float32
+                                                         else np.uint64),
+                                      np.asarray(want.scores, got["scores"].dtype).view(
+                                          np.uint32 if got["scores"].dtype == np.float32 else np.uint64))
+        np.testing.assert_array_equal(got["cost"], want.cost)
+        np.testing.assert_array_equal(got["stage"], want.stage)
+        np.testing.assert_array_equal(got["features_used"], want.features_used)
 
 
 def _fit(kind):
@@ -69,15 +102,27 @@ def test_trained_models_match_reference(kind):
     assert report.ok, report.table()
 
 
+# the random models of tests/parity/test_property.py (which runs the default
+# target) through the graph without tree operators, on adversarial rows and
+# budgets at and around each row's cost
+@settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**31 - 1))
+def test_random_models_without_tree_operators(seed):
+    m = random_model(seed)
+    report = verify(m, runtimes=[OnnxRuntime(m, target="no-ml-ops")])
+    assert report.ok, f"seed {seed}\n{report.table()}"
+
+
 def test_trained_model_with_the_fallback_operator():
     model, X = _fit("binary")
     rep = onnx_report(model, "TreeEnsembleRegressor", X[:200])
     assert rep.ok, rep.table()
 
 
-def test_graph_is_valid_standard_and_loop_free():
+@pytest.mark.parametrize("target", list(TARGETS))
+def test_graph_is_valid_standard_and_loop_free(target):
     for path in example_paths():
-        proto = compile_onnx(ir.load(path))
+        proto = compile_onnx(ir.load(path), target=target)
         onnx.checker.check_model(proto, full_check=True)
         onnx.shape_inference.infer_shapes(proto, check_type=True, strict_mode=True)
         assert {o.domain for o in proto.opset_import} <= {"", "ai.onnx.ml"}
@@ -131,9 +176,10 @@ def test_runtime_loads_paths_and_bytes(tmp_path):
         OnnxRuntime(bare)
 
 
-def test_fast_mode_predicts_without_cost():
+@pytest.mark.parametrize("tree_op", TREE_OPS)
+def test_fast_mode_predicts_without_cost(tree_op):
     model, X = _fit("binary")
-    proto = compile_onnx(model, mode="fast")
+    proto = compile_onnx(model, mode="fast", tree_op=tree_op)
     assert [o.name for o in proto.graph.output] == ["label", "probabilities", "scores"]
     got, ref = OnnxRuntime(proto).predict(X), predict(model, X)
     assert got.cost is None and got.stage is None
@@ -174,8 +220,9 @@ def _complete_tree(depth, n_features, rng):
                 missing_left=rng.random(n) < 0.5)
 
 
+@pytest.mark.parametrize("tree_op", ["TreeEnsembleRegressor", "gather"])
 @pytest.mark.parametrize("depths", [[13, 3, 12], [11] * 5, [1] * 30 + [2]])
-def test_leaf_packing_at_its_limits(depths):
+def test_leaf_packing_at_its_limits(depths, tree_op):
     # 8192 leaves leave room for one tree per float32 target, 2048 for two
     # (the last target half empty), two leaves for 24 (a second target)
     rng = np.random.default_rng(len(depths))
@@ -183,7 +230,7 @@ def test_leaf_packing_at_its_limits(depths):
     bank = ir.concat_trees([_complete_tree(d, F, rng) for d in depths], base_score=[0.25])
     model = ir.model(ir.features_from_costs(rng.uniform(0.5, 3, F)), [bank], 0, task=ir.binary_task())
     X = rng.normal(size=(400, F)).astype(np.float32)
-    rep = onnx_report(model, supported_tree_op(), X)
+    rep = onnx_report(model, tree_op, X)
     assert rep.ok, rep.table()
 
 
@@ -193,21 +240,22 @@ def test_many_features_are_searched_a_few_words_at_a_time():
     # feature repeated along paths, costs not exact in every order
     rng = np.random.default_rng(11)
     F, trees = 300, []
-    for _ in range(60):
-        feat, thr, left, right, val = [], [], [], [], []
 
-        def grow(d):
-            k = len(feat)
-            feat.append(-1), thr.append(0.0), left.append(-1), right.append(-1)
-            val.append(float(rng.normal()))
-            if d < 5:
-                feat[k] = int(rng.integers(F)) if rng.random() < 0.8 else 7
-                thr[k] = float(np.float32(rng.normal()))
-                left[k] = grow(d + 1)
-                right[k] = grow(d + 1)
-            return k
-        grow(0)
-        trees.append(dict(feature=feat, threshold=thr, left=left, right=right, value=val))
+    def grow(t, d):
+        k = len(t["feature"])
+        for key, v in (("feature", -1), ("threshold", 0.0), ("left", -1), ("right", -1),
+                       ("value", float(rng.normal()))):
+            t[key].append(v)
+        if d < 5:
+            t["feature"][k] = int(rng.integers(F)) if rng.random() < 0.8 else 7
+            t["threshold"][k] = float(np.float32(rng.normal()))
+            t["left"][k] = grow(t, d + 1)
+            t["right"][k] = grow(t, d + 1)
+        return k
+    for _ in range(60):
+        tree = {key: [] for key in ("feature", "threshold", "left", "right", "value")}
+        grow(tree, 0)
+        trees.append(tree)
     model = ir.model(ir.features_from_costs(rng.choice([0.1, 0.3, 1.7], F)), [ir.concat_trees(trees)], 0,
                      task=ir.binary_task())
     X = rng.normal(size=(400, F)).astype(np.float32)
@@ -258,7 +306,7 @@ def test_no_op_sees_an_empty_batch(path):
     X1 = adversarial_rows(m)[:1]
     for X in (X1[:0], X1):
         got = sess.run(None, {"X": X, "budget": np.full(len(X), np.inf)})
-        for o, v in zip(sess.get_outputs(), got):
+        for o, v in zip(sess.get_outputs(), got, strict=True):
             if o.name in finals:
                 assert v.shape[0] == len(X), o.name
             elif not o.name.startswith("out/") and o.name not in shapes:      # out/: the final slices
