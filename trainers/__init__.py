@@ -4,19 +4,19 @@
 demo and the curve helper.
 """
 from .anytime.afr import AFRClassifier
-from .trees.astc import ASTCClassifier, ASTCRegressor, node_budgets_from
 from .base import CostSensitiveClassifier, CostSensitiveRegressor
-from .cascades.cronus import CronusClassifier, CSCCClassifier
-from .curves import cost_accuracy_curve, format_table
-from .trees.cstc import CSTCClassifier, CSTCRegressor
-from .kernels.cvm import CVMClassifier, LARSSVMClassifier
 from .boosting.early_exit import EarlyExitClassifier
 from .boosting.greedy_miser import GreedyMiserClassifier, GreedyMiserRegressor
+from .cascades.cronus import CronusClassifier, CSCCClassifier
+from .curves import cost_accuracy_curve, format_table
+from .kernels.cvm import CVMClassifier, LARSSVMClassifier
 from .kernels.kernel_svm import KernelSVMClassifier
-from .linear.linear_svm import LinearSVMClassifier
 from .kernels.reduced_svm import ReducedSVMClassifier
+from .linear.linear_svm import LinearSVMClassifier
 from .linear.sparse_linear import SparseLinearClassifier
 from .registry import ESTIMATORS, TRAINERS, TrainerSpec
+from .trees.astc import ASTCClassifier, ASTCRegressor, node_budgets_from
+from .trees.cstc import CSTCClassifier, CSTCRegressor
 
 __all__ = ["CostSensitiveClassifier", "CostSensitiveRegressor", "GreedyMiserClassifier",
            "GreedyMiserRegressor", "EarlyExitClassifier", "CronusClassifier", "CSCCClassifier", "CSTCClassifier", "CSTCRegressor",

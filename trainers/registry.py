@@ -9,16 +9,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .anytime.afr import AFRClassifier
-from .trees.astc import ASTCClassifier, ASTCRegressor
-from .cascades.cronus import CronusClassifier, CSCCClassifier
-from .trees.cstc import CSTCClassifier, CSTCRegressor
-from .kernels.cvm import CVMClassifier, LARSSVMClassifier
 from .boosting.early_exit import EarlyExitClassifier
 from .boosting.greedy_miser import GreedyMiserClassifier, GreedyMiserRegressor
+from .cascades.cronus import CronusClassifier, CSCCClassifier
+from .kernels.cvm import CVMClassifier, LARSSVMClassifier
 from .kernels.kernel_svm import KernelSVMClassifier
-from .linear.linear_svm import LinearSVMClassifier
 from .kernels.reduced_svm import ReducedSVMClassifier
+from .linear.linear_svm import LinearSVMClassifier
 from .linear.sparse_linear import SparseLinearClassifier
+from .trees.astc import ASTCClassifier, ASTCRegressor
+from .trees.cstc import CSTCClassifier, CSTCRegressor
 
 
 @dataclass(frozen=True)

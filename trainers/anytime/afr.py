@@ -32,20 +32,18 @@ from __future__ import annotations
 
 import math
 
-import numba
 import numpy as np
-from sklearn.utils.metaestimators import available_if
-from threadpoolctl import threadpool_limits
 from tqdm.auto import tqdm
 
 from ... import ir
 from ..base import CostSensitiveClassifier
 from ..boosting.booster import BinnedData, finish_tree
-from ..boosting.split_penalty import CostState
 from ..boosting.grower import grow
-from ..linear.linear_svm import afr_gradients, class_weights, l2svm_newton, sigmoid_loss
 from ..boosting.losses import squared_hinge
 from ..boosting.predictor import predict_binned
+from ..boosting.split_penalty import CostState
+from ..common import class_weight_per_class, no_predict_proba, single_thread
+from ..linear.linear_svm import afr_gradients, l2svm_newton, sigmoid_loss
 
 C_RANGE = (1e-3, 1e3)
 
@@ -154,14 +152,9 @@ class AFRClassifier(CostSensitiveClassifier):
         self.random_state = random_state
         self.verbose = verbose
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.classifier_tags.multi_class = False   # binary only (fit says what to do instead)
-        return tags
+    _binary_only = True
 
-    @available_if(lambda est: False)
-    def predict_proba(self, X, budget=None):  # pragma: no cover - never available
-        raise AttributeError("AFR margins are SVM scores, not probabilities; use decision_function")
+    predict_proba = no_predict_proba("AFR margins are SVM scores, not probabilities; use decision_function")
 
     # ------------------------------------------------------------ checks
     def _check_params(self):
@@ -210,10 +203,6 @@ class AFRClassifier(CostSensitiveClassifier):
         """
         X, y = self._validate_X_y(X, y)
         idx = self._encode_labels(y)
-        if len(self.classes_) != 2:
-            raise ValueError(f"Only binary classification is supported. AFRClassifier is binary, but y has {len(self.classes_)} classes; "
-                             "train one AFRClassifier per class (one-vs-all) or use "
-                             "GreedyMiserClassifier, which is multiclass")
         self._check_params()
         self._costs = self._cost_spec(X.shape[1])
         rng = np.random.default_rng(self.random_state)
@@ -227,13 +216,8 @@ class AFRClassifier(CostSensitiveClassifier):
         # per tree: one thread is faster.  On the busy 2-core machine, many
         # BLAS threads were measured 35x slower and parallel numba split
         # searches 100x slower (16 ms against 0.14 ms per call)
-        threads = numba.get_num_threads()
-        numba.set_num_threads(1)
-        try:
-            with threadpool_limits(1, user_api="blas"):
-                _Fit(self, X, idx, rows, rng).run()
-        finally:
-            numba.set_num_threads(threads)
+        with single_thread(numba_threads=True):
+            _Fit(self, X, idx, rows, rng).run()
         self._set_model(self.to_ir())
         seen = np.zeros(X.shape[1], bool)
         for k, ck in enumerate(self.checkpoints_):
@@ -349,7 +333,7 @@ class _Fit:
         self.fit_rows = np.sort(fit_rows).astype(np.int32)
         self.y01 = idx.astype(np.float64)
         self.y = 2.0 * self.y01 - 1.0
-        self.mu = class_weights(idx, est.class_weight)
+        self.mu = class_weight_per_class(est.class_weight, est.classes_, idx)[idx]
         train = np.concatenate([self.T, self.V])     # thresholds from training rows only
         self.data = BinnedData.from_X(X, est.max_bins, seed=int(rng.integers(2**31)),
                                       threshold_rows=np.sort(train))

@@ -21,10 +21,10 @@ from tqdm.auto import tqdm
 
 from ... import ir
 from .binning import bin_data, find_thresholds, pack_thresholds
-from .split_penalty import CostState
 from .grower import grow
 from .losses import Loss
 from .predictor import _child, add_leaf_values, predict_binned, predict_raw
+from .split_penalty import CostState
 
 
 @dataclass
@@ -36,7 +36,7 @@ class BinnedData:
     offsets: np.ndarray      # where each feature's thresholds start in ``flat``
 
     @classmethod
-    def from_X(cls, X, max_bins=255, seed=0, threshold_rows=None) -> "BinnedData":
+    def from_X(cls, X, max_bins=255, seed=0, threshold_rows=None) -> BinnedData:
         """Bin float32 X [N, F] on at most ``max_bins`` quantile thresholds
         per feature (a sample of rows when N is large, drawn with ``seed``).
         ``threshold_rows`` (sorted indices) takes the thresholds from those

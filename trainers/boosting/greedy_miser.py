@@ -27,6 +27,7 @@ import numpy as np
 
 from ... import ir
 from ..base import CostSensitiveClassifier, CostSensitiveRegressor
+from ..common import holdout_rows
 from .booster import BinnedData, boost, rounds_to_bank
 from .losses import make_loss
 from .predictor import predict_raw
@@ -166,9 +167,7 @@ class _GreedyMiserMixin:
         target = self._encode_target(y, reset=True)
         loss = self._make_loss()
         if eval_set is None and self.early_stopping:
-            perm = rng.permutation(N)
-            n_val = max(1, int(self.validation_fraction * N))
-            val, tr = perm[:n_val], perm[n_val:]
+            tr, val = holdout_rows(N, self.validation_fraction, rng)
             eval_set = (X[val], y[val])
             X, target, w, N = X[tr], target[tr], w[tr], len(tr)
         data = BinnedData.from_X(X, self.max_bins, seed=int(rng.integers(2**31)))

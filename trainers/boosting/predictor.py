@@ -1,6 +1,5 @@
 """Training-time predictions of one tree: from the grower's leaf ranges, on
 binned data, or on raw float32."""
-import numpy as np
 from numba import njit, prange
 
 from .binning import MISSING_BIN

@@ -30,10 +30,10 @@ import numpy as np
 from ... import ir
 from ..base import CostSensitiveClassifier
 from ..boosting.booster import tree_outputs
-from .soft_cascade import (Cascade, Problem, Settings, fine_tune_last, lambda_max, optimize,
-                           scores)
 from ..boosting.tree_bank import bank_features, subset_bank, tiered_bank
+from ..common import class_weight_per_class, no_predict_proba
 from ..trees.tree_ir import CostItems, Scorer, place_threshold
+from .soft_cascade import Cascade, Problem, Settings, fine_tune_last, lambda_max, optimize
 
 BANKS = ("tiers", "gbrt", "greedy_miser")
 
@@ -149,19 +149,8 @@ class _CascadeClassifier(CostSensitiveClassifier):
                         max_cycles=int(self.max_cycles), tol=float(self.tol))
 
     def _row_weights(self, yi):
-        n = yi.shape[0]
-        cw = self.class_weight
-        if cw is None:
-            per = np.ones(2)
-        elif isinstance(cw, str) and cw == "balanced":
-            per = n / (2.0 * np.bincount(yi, minlength=2))
-        elif isinstance(cw, dict):
-            per = np.array([float(cw.get(c.item() if hasattr(c, "item") else c, 1.0)) for c in self.classes_])
-        else:
-            raise ValueError(f"class_weight must be None, 'balanced' or a dict, got {cw!r}")
-        if not np.all(np.isfinite(per) & (per > 0)):
-            raise ValueError("class_weight: weights must be finite and > 0")
-        return per[yi] / n
+        """Per-row weights w_i of Chen Eq. 8 (class weight / n)."""
+        return class_weight_per_class(self.class_weight, self.classes_, yi)[yi] / yi.shape[0]
 
     # ------------------------------------------------------------ the dictionary
     def _bank_for(self, X, y_pm, costs):
@@ -199,8 +188,6 @@ class _CascadeClassifier(CostSensitiveClassifier):
         """(Problem, bank, costs, H32) for training rows X, y."""
         X, y = self._validate_X_y(X, y)
         yi = self._encode_labels(y, reset=True)
-        if len(self.classes_) != 2:
-            raise ValueError(f"{type(self).__name__}: binary classification only")
         costs = self._cost_spec(X.shape[1])
         y_pm = 2.0 * yi - 1.0
         bank = self._bank_for(X, y_pm, costs)
@@ -313,12 +300,8 @@ class _CascadeClassifier(CostSensitiveClassifier):
                               objective=self.objective_history_[-1])
 
 
-    @property
-    def predict_proba(self):
-        """Not available: the stages are squared-loss scores, not log-odds
-        (the IR task has the identity transform); use ``decision_function``."""
-        raise AttributeError(f"{type(self).__name__} has no predict_proba: its margins are squared-loss "
-                             "scores, not log-odds; use decision_function")
+    # the stages are squared-loss scores (the IR task has the identity transform)
+    predict_proba = no_predict_proba("its margins are squared-loss scores, not log-odds; use decision_function")
 
 
 class CronusClassifier(_CascadeClassifier):

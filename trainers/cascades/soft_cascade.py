@@ -48,32 +48,19 @@ Choices the papers leave open (measured in docs/cascades.md):
 """
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.linalg import LinAlgError, cho_factor, cho_solve
 from scipy.optimize import minimize
 from scipy.special import expit
-from threadpoolctl import threadpool_limits
 
+from ..common import single_thread
 from ._soft_cascade_kernels import stage_pass, stage_route_grad
 
 MODES = ("cronus", "cscc")
 
 
-def one_blas_thread(fn):
-    """Run ``fn`` with BLAS on one thread.  Measured on the 2-core machine:
-    L-BFGS-B's Fortran core calls BLAS on 150 variables, and threaded
-    OpenBLAS made each call ~30x slower (4 ms vs 0.1 ms; 28 of a 44 s fit);
-    the engine's products are small enough for one core, and a fixed thread
-    count keeps float64 sums (hence model bytes) independent of the machine's
-    thread count (docs/cascades.md)."""
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        with threadpool_limits(1, user_api="blas"):
-            return fn(*args, **kwargs)
-    return wrapper
 _FLOOR = 1e-150     # floor of the auxiliaries kappa, eta: a stage nobody reaches (d_k = 0) costs 0, not nan
 
 
@@ -439,7 +426,7 @@ def fit_single_stage(prob, cfg, Hb, Gram, rhs, Bprev, k, pk_all, lam_k, rho_k, O
     return best
 
 
-@one_blas_thread
+@single_thread()   # L-BFGS-B's BLAS calls on ~150 variables: one thread ~30x faster, bytes thread-independent
 def init_cascade(prob: Problem, cfg: Settings) -> Cascade:
     """Alg. 2 (Chen §3.3.2): stages in order, each as the last, lambda_k =
     lambda delta^(K-k), theta^k so that d_{k+1} = (1 - eps) d_k."""
@@ -465,7 +452,7 @@ def init_cascade(prob: Problem, cfg: Settings) -> Cascade:
     return Cascade(B, b, theta)
 
 
-@one_blas_thread
+@single_thread()
 def optimize(prob: Problem, cfg: Settings, c: Cascade = None, verbose=False) -> Cascade:
     """Alg. 1 (Chen §3.3.1): init (Alg. 2) unless given, then cycles over the
     stages until Eq. 8 / 3.25 falls by less than ``tol`` (relative) or
@@ -486,7 +473,7 @@ def optimize(prob: Problem, cfg: Settings, c: Cascade = None, verbose=False) -> 
     return c
 
 
-@one_blas_thread
+@single_thread()
 def fine_tune_last(prob: Problem, cfg: Settings, c: Cascade) -> Cascade:
     """Thesis §3.4.4 fine-tuning: re-fit the leaf classifier without the
     cost term, its support frozen.  In a cascade only the last stage is a
@@ -513,7 +500,7 @@ def fine_tune_last(prob: Problem, cfg: Settings, c: Cascade) -> Cascade:
     return out
 
 
-@one_blas_thread
+@single_thread()
 def lambda_max(prob: Problem, cfg: Settings, iters=30) -> float:
     """The smallest lambda (to ~1%) at which the single-stage problem
     (Chen Eq. 7, the K = 1 cascade) zeroes every tree: the top of the useful

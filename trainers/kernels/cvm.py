@@ -35,8 +35,7 @@ import numpy as np
 from ... import ir
 from .gradient_svs import lars_select, move_support_vectors, prefix_order, ridge_refit
 from .kernel_math import kernel_matrix
-from .kernel_svm import (KernelEstimator, KernelSVMClassifier, _WrapsSVM, kernel_node, svm_task, transform,
-                         unfrozen)
+from .kernel_svm import KernelEstimator, KernelSVMClassifier, _WrapsSVM, kernel_node, svm_task, transform, unfrozen
 
 DEFAULT_C = (1.0, 10.0, 100.0)
 

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import numpy as np
 from sklearn.frozen import FrozenEstimator
-from sklearn.utils.metaestimators import available_if
 
 from ... import ir
 from ..base import CostSensitiveClassifier
+from ..common import class_weight_per_class, holdout_rows, no_predict_proba
 
 DEFAULT_C = 1.0
 
@@ -109,33 +109,6 @@ def class_targets(idx, n_classes):
     return np.where(idx[:, None] == np.arange(n_classes)[None, :], 1.0, -1.0)
 
 
-def holdout(n, fraction, seed):
-    """A seeded (fit rows, validation rows) split of range(n)."""
-    if not 0 < fraction < 1:
-        raise ValueError(f"validation_fraction must be in (0, 1), got {fraction!r}")
-    perm = np.random.default_rng(seed).permutation(n)
-    n_val = max(1, int(round(fraction * n)))
-    return perm[n_val:], perm[:n_val]
-
-
-def row_weights(idx, classes, class_weight):
-    """Per-row weights for ``class_weight`` (None, "balanced" or a dict
-    keyed by class label), as libsvm's per-class C factors: every
-    one-vs-rest column sees the same rows weighted the same way."""
-    if class_weight is None:
-        return None
-    K = len(classes)
-    if isinstance(class_weight, str):
-        if class_weight != "balanced":
-            raise ValueError(f"class_weight must be None, 'balanced' or a dict, got {class_weight!r}")
-        per = idx.shape[0] / (K * np.maximum(np.bincount(idx, minlength=K), 1))
-    else:
-        per = np.array([float(class_weight.get(c.item() if hasattr(c, "item") else c, 1.0)) for c in classes])
-    if not np.all(np.isfinite(per) & (per >= 0)):
-        raise ValueError(f"class_weight: weights must be finite and >= 0, got {per.tolist()}")
-    return per[idx]
-
-
 class KernelEstimator(CostSensitiveClassifier):
     """What the kernel trainers share with scikit-learn: no missing values
     (a kernel reads every feature) and no ``predict_proba`` (the margin is
@@ -143,9 +116,7 @@ class KernelEstimator(CostSensitiveClassifier):
 
     _allow_missing = False
 
-    @available_if(lambda est: False)
-    def predict_proba(self, X, budget=None):  # pragma: no cover - never available
-        raise AttributeError("kernel SVM models have no probabilities; use decision_function")
+    predict_proba = no_predict_proba("kernel SVM margins are not probabilities; use decision_function")
 
 
 class KernelSVMClassifier(KernelEstimator):
@@ -241,7 +212,7 @@ class KernelSVMClassifier(KernelEstimator):
                 fit_rows, Xv = np.arange(X.shape[0]), self._validate_X(eval_set[0], reset=False)
                 yv = self._encode_labels(eval_set[1], reset=False)
             else:
-                fit_rows, val = holdout(X.shape[0], self.validation_fraction, self.random_state)
+                fit_rows, val = holdout_rows(X.shape[0], self.validation_fraction, self.random_state)
                 Xv, yv = X[val], idx[val]
             from ...runtimes.reference import predict
             scores = []
@@ -263,7 +234,8 @@ class KernelSVMClassifier(KernelEstimator):
         K = len(self.classes_)
         cols = [None] if K == 2 else list(range(K))
         sv_rows, coefs, bias = [], [], []
-        weights = row_weights(idx, self.classes_, self.class_weight)
+        weights = (None if self.class_weight is None       # libsvm's per-class C factors, one per row
+                   else class_weight_per_class(self.class_weight, self.classes_, idx)[idx])
         for k in cols:
             yk = idx if k is None else (idx == k).astype(np.int64)
             if np.unique(yk).size < 2:

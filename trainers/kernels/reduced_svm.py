@@ -20,8 +20,16 @@ import numpy as np
 from ... import ir
 from .cvm import n_vectors
 from .kernel_math import kernel_matrix
-from .kernel_svm import (KernelEstimator, KernelSVMClassifier, _WrapsSVM, class_targets, kernel_node,
-                         svm_task, transform, unfrozen)
+from .kernel_svm import (
+    KernelEstimator,
+    KernelSVMClassifier,
+    _WrapsSVM,
+    class_targets,
+    kernel_node,
+    svm_task,
+    transform,
+    unfrozen,
+)
 
 
 def candidate_gains(Kc, Kcc, KcJ_beta, y, out, C, newton_steps=8):

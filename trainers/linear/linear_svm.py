@@ -33,11 +33,10 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve
-from sklearn.utils.metaestimators import available_if
-from threadpoolctl import threadpool_limits
 
 from ... import ir
 from ..base import CostSensitiveClassifier
+from ..common import class_weight_per_class, no_predict_proba, single_thread
 
 
 @dataclass
@@ -230,26 +229,6 @@ def afr_gradients(sol: SVMSolution, Phi_T, y_T, mu_T, Phi_V, y_V, mu_V, C, a=5.0
 
 
 # ---------------------------------------------------------------- estimator
-def class_weights(y01, class_weight):
-    """Per-row weights mu (beta_y of AFR's paper Eq. 6) for labels in {0, 1}
-    (or class indices): None -> 1, "balanced" -> n / (K n_k), or a dict
-    {class index: weight}."""
-    y01 = np.asarray(y01)
-    if class_weight is None:
-        return np.ones(y01.shape[0])
-    K = int(y01.max()) + 1
-    if isinstance(class_weight, str):
-        if class_weight != "balanced":
-            raise ValueError(f"class_weight must be None, 'balanced' or a dict, got {class_weight!r}")
-        counts = np.bincount(y01, minlength=K).astype(np.float64)
-        per = y01.shape[0] / (K * np.maximum(counts, 1.0))
-    else:
-        per = np.array([float(class_weight.get(k, 1.0)) for k in range(K)])
-    if not np.all(np.isfinite(per) & (per > 0)):
-        raise ValueError(f"class_weight: weights must be finite and > 0, got {per.tolist()}")
-    return per[y01]
-
-
 class LinearSVMClassifier(CostSensitiveClassifier):
     """Linear L2-SVM on the raw features (the AFR paper's "SVM linear kernel"
     baseline, Figs. 3-4; thesis Figs. 2.8-2.9), exported as one ``linear``
@@ -297,9 +276,7 @@ class LinearSVMClassifier(CostSensitiveClassifier):
 
     _allow_missing = False       # a linear model cannot skip a missing value
 
-    @available_if(lambda est: False)
-    def predict_proba(self, X, budget=None):  # pragma: no cover - never available
-        raise AttributeError("linear SVM margins are not probabilities; use decision_function")
+    predict_proba = no_predict_proba("linear SVM margins are not probabilities; use decision_function")
 
     def fit(self, X, y, eval_set=None):
         """Fit on X [N, F] (no missing values) and labels y.
@@ -331,14 +308,14 @@ class LinearSVMClassifier(CostSensitiveClassifier):
             from ...runtimes.reference import predict
             scores = []
             for c in grid:
-                with threadpool_limits(1, user_api="blas"):
+                with single_thread():
                     self._fit_weights(Xs, ys, c)
                 scores.append(float(np.mean(predict(self.to_ir(), Xv).output == self.classes_[yv])))
             self.C_ = float(grid[int(np.argmax(scores))])
             self.validation_scores_ = scores
         else:
             self.C_ = float(grid[0])
-        with threadpool_limits(1, user_api="blas"):   # [F+1]^2 systems: one thread is faster
+        with single_thread():   # [F+1]^2 systems: one thread is faster
             self._fit_weights(X, idx, self.C_)
         return self._set_model(self.to_ir())
 
@@ -352,9 +329,9 @@ class LinearSVMClassifier(CostSensitiveClassifier):
         cols = [1] if K == 2 else range(K)
         W, B = np.zeros((X.shape[1], len(cols))), np.zeros(len(cols))
         self.n_iter_ = 0                                 # Newton steps, most over the columns
+        mu = class_weight_per_class(self.class_weight, self.classes_, idx)[idx]   # same rows, same weights per column
         for j, k in enumerate(cols):
             y_pm = np.where(idx == k, 1.0, -1.0)
-            mu = class_weights((idx == k).astype(np.int64), self.class_weight)
             sol = l2svm_newton(Z, y_pm, mu, 1.0 / C, max_iter=self.max_iter)
             self.n_iter_ = max(self.n_iter_, sol.n_iter)
             W[:, j] = sol.w * scale                   # w' x = w (x - m) / s

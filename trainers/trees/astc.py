@@ -27,10 +27,10 @@ protocol; ``node_budgets_from`` reads them off a CSTC tree).
 from __future__ import annotations
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 from scipy.special import expit
 
 from ..base import CostSensitiveClassifier, CostSensitiveRegressor
+from ..common import single_thread
 from ._soft_tree_kernels import greedy_select
 from .cstc import _SquaredBinary, _SquaredRegression, _TreeIR
 from .tree_ir import HardTree, Scorer, place_threshold, tie_aware_split
@@ -165,7 +165,7 @@ class _ASTCMixin(_TreeIR):
         budgets = self._check_params()
         X, t, costs, basis = self._prepare(X, y)
         self._costs, self._basis = costs, basis
-        with threadpool_limits(limits=1, user_api="blas"):   # bytes independent of threads
+        with single_thread():
             return self._fit(X, t, basis, budgets)
 
     def _fit(self, X, t, basis, budgets):

@@ -11,16 +11,15 @@ every reported number comes from it (docs/trees.md).
 from __future__ import annotations
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 
 from ... import ir
 from ...runtimes.reference import predict as ref_predict
 from ..base import CostSensitiveClassifier, CostSensitiveRegressor
 from ..boosting.booster import tree_outputs
 from ..boosting.tree_bank import bank_features
+from ..common import no_predict_proba, single_thread
 from .soft_tree import LEAF, TERM, SoftTree
-from .tree_ir import (CostItems, HardTree, Scorer, Standardizer, feature_input, route_rows,
-                      to_ir_nodes, tree_input_of)
+from .tree_ir import CostItems, HardTree, Scorer, Standardizer, feature_input, route_rows, to_ir_nodes, tree_input_of
 
 FINE_TUNE = ("none", "node", "path")
 
@@ -55,8 +54,6 @@ class _TreeIR:
         tags = super().__sklearn_tags__()
         # a linear scorer over raw features cannot route NaN; a bank can
         tags.input_tags.allow_nan = self.bank is not None
-        if tags.classifier_tags is not None:
-            tags.classifier_tags.multi_class = False      # binary: +-1 squared loss
         return tags
 
     def _validate_X(self, X, *, reset):
@@ -106,21 +103,15 @@ class _SquaredRegression:
 
 
 class _SquaredBinary:
+    # thesis §3.4 and Kusner et al. define CSTC/ASTC for two classes (or regression)
+    _binary_only = True
     def _encode_target(self, y, reset=True):
-        idx = self._encode_labels(y, reset=reset)
-        if len(self.classes_) != 2:
-            raise ValueError(f"Only binary classification is supported. {type(self).__name__} "
-                             f"got {len(self.classes_)} classes (thesis §3.4 and Kusner et al. "
-                             "define CSTC/ASTC for two classes or regression)")
-        return 2.0 * idx - 1.0
+        return 2.0 * self._encode_labels(y, reset=reset) - 1.0
 
     def _task(self):
         return ir.binary_task(self._ir_classes(), "identity")
 
-    @property
-    def predict_proba(self):
-        raise AttributeError(f"{type(self).__name__} has no predict_proba: its squared-loss margin "
-                             "is not a log-odds; use decision_function")
+    predict_proba = no_predict_proba("its squared-loss margin is not a log-odds; use decision_function")
 
     @staticmethod
     def _val_score(model, Xv, yv):
@@ -212,9 +203,7 @@ class _CSTCMixin(_TreeIR):
         self._check_params()
         X, t, costs, basis = self._prepare(X, y)
         self._costs, self._basis = costs, basis
-        # one BLAS thread: the model bytes must not depend on the thread count,
-        # and node-sized products gain nothing from threads
-        with threadpool_limits(limits=1, user_api="blas"):
+        with single_thread():
             return self._fit(X, t, basis, eval_set)
 
     def _fit(self, X, t, basis, eval_set):

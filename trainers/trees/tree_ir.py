@@ -57,7 +57,7 @@ class CostItems:
         self.col_items = cols.astype(np.int64)
 
     @classmethod
-    def from_features(cls, costs) -> "CostItems":
+    def from_features(cls, costs) -> CostItems:
         """Items of a linear model over raw features (``costs`` a FeatureCosts)."""
         F = len(costs.costs)
         rows = [np.eye(F)]
@@ -67,7 +67,7 @@ class CostItems:
         return cls(np.concatenate([np.asarray(costs.costs, np.float64), gc]), np.concatenate(rows))
 
     @classmethod
-    def from_bank(cls, costs, tree_features, tree_cost) -> "CostItems":
+    def from_bank(cls, costs, tree_features, tree_cost) -> CostItems:
         """Items of a linear model over a bank's trees; ``tree_features`` is
         bool [F, T] (F_alpha,t of thesis §3.6), ``tree_cost`` is e_t [T]."""
         Fm = np.asarray(tree_features, np.float64)

@@ -3,8 +3,7 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize
 
-from skinflint.trainers.linear.linear_svm import (LinearSVMClassifier, afr_gradients, class_weights,
-                                           l2svm_newton, sigmoid_loss)
+from skinflint.trainers.linear.linear_svm import LinearSVMClassifier, afr_gradients, l2svm_newton, sigmoid_loss
 
 
 def _problem(seed=0, nT=40, nV=30, S=3):
@@ -86,15 +85,6 @@ def test_afr_gradients_match_finite_differences_of_a_resolved_svm():
     assert g.d_log_C == pytest.approx(fd_C, rel=1e-4)
     # rows outside the margin do not move the SVM: their gradient is 0
     assert np.all(g.d_phi_T[~sol.active] == 0) and (~sol.active).any()
-
-
-def test_class_weights():
-    y = np.array([0, 0, 0, 1])
-    np.testing.assert_array_equal(class_weights(y, None), np.ones(4))
-    np.testing.assert_allclose(class_weights(y, "balanced"), [4 / 6, 4 / 6, 4 / 6, 2.0])
-    np.testing.assert_array_equal(class_weights(y, {1: 3.0}), [1, 1, 1, 3])
-    with pytest.raises(ValueError, match="class_weight"):
-        class_weights(y, "auto")
 
 
 def test_linear_svm_classifier_breast_cancer():
