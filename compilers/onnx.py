@@ -71,7 +71,7 @@ def compile_onnx(model, *, target=DEFAULT_TARGET, opset=None, mode="exact", budg
     ``target`` says what must run it (docs/onnx.md has the table measured on
     every onnxruntime minor): "onnxruntime-1.16" (the default: ai.onnx.ml
     ``TreeEnsembleRegressor``, every onnxruntime from 1.16),
-    "onnxruntime-1.21" (``TreeEnsemble``, ai.onnx.ml opset 5) or
+    "onnxruntime-1.24" (``TreeEnsemble``, ai.onnx.ml opset 5) or
     "no-ml-ops" (no ai.onnx.ml operator: trees walked in standard ops, for
     runtimes and execution providers without tree operators).  ``tree_op``
     overrides the target's ("TreeEnsembleRegressor", "TreeEnsemble" or

@@ -5,7 +5,8 @@ Three emitters of the same ``Forest`` (``tree_op``):
 
 * ``TreeEnsembleRegressor`` (ai.onnx.ml opset 3): every onnxruntime from
   1.16 runs it (the default target, ``TARGETS``);
-* ``TreeEnsemble`` (ai.onnx.ml opset 5): onnxruntime >= 1.21;
+* ``TreeEnsemble`` (ai.onnx.ml opset 5): onnxruntime >= 1.24 (1.21-1.23
+  load it but return wrong leaves on some rows: measured by tests/compat);
 * ``"gather"``: no ai.onnx.ml operator; ``tree_walk`` descends all trees one
   level at a time with Gather / GatherElements / LessOrEqual / Where, for
   runtimes and execution providers without tree operators.
@@ -30,7 +31,7 @@ from .onnx_schedule import TreePaths
 ML_OPSET = {"TreeEnsembleRegressor": 3, "TreeEnsemble": 5, "gather": None}
 # compile targets: the tree operator each runs (docs/onnx.md, measured on
 # every onnxruntime minor by tests/compat); the first is the default
-TARGETS = {"onnxruntime-1.16": "TreeEnsembleRegressor", "onnxruntime-1.21": "TreeEnsemble",
+TARGETS = {"onnxruntime-1.16": "TreeEnsembleRegressor", "onnxruntime-1.24": "TreeEnsemble",
            "no-ml-ops": "gather"}
 DEFAULT_TARGET = "onnxruntime-1.16"
 MAX_EXACT = 1 << 24     # votes travel as float32: integers below 2^24 are exact
@@ -126,7 +127,8 @@ def tree_ensemble(g: Graph, X, forest: Forest, n_targets: int, op: str):
 
 def _emit_v5(g, X, f: Forest, n_targets):
     # opset 5 has no single-leaf trees: such a tree gets a split on feature 0
-    # whose both branches reach its leaf
+    # whose branches reach its leaf and a copy of it (onnxruntime 1.21-1.29
+    # misread a split whose both branches reach one leaf: tests/compat)
     is_leaf = f.feature < 0
     roots = np.r_[0, np.flatnonzero(np.diff(f.tree)) + 1]
     lone = roots[is_leaf[roots]]
@@ -138,13 +140,14 @@ def _emit_v5(g, X, f: Forest, n_targets):
     lmap = np.full(f.tree.size, -1, np.int64)
     lmap[leaves] = np.arange(leaves.size)
 
-    def branch(child):
-        child = np.concatenate([child, lone])
+    def branch(child, lone_leaf):
         leaf = is_leaf[child]
-        return np.where(leaf, lmap[child], imap[child]).tolist(), leaf.astype(np.int64).tolist()
+        return (np.r_[np.where(leaf, lmap[child], imap[child]), lone_leaf].tolist(),
+                np.r_[leaf.astype(np.int64), np.ones(lone.size, np.int64)].tolist())
 
-    t_ids, t_leaf = branch(f.left[inner])
-    f_ids, f_leaf = branch(f.right[inner])
+    t_ids, t_leaf = branch(f.left[inner], lmap[lone])
+    f_ids, f_leaf = branch(f.right[inner], leaves.size + np.arange(lone.size))
+    leaves = np.r_[leaves, lone]
     n_splits = inner.size + lone.size
     return g.op("TreeEnsemble", X, domain="ai.onnx.ml",
                 nodes_featureids=np.r_[f.feature[inner], np.zeros(lone.size, np.int64)].tolist(),

@@ -97,14 +97,17 @@ class OnnxRuntime:
 
     def predict(self, X, budget=None) -> Prediction:
         """cost, stage and features_used are None for a fast-mode graph."""
-        out = self.run(X, budget)
-        if self.task["kind"] == "regression":
-            v = out["variable"]
-            output = v[:, 0].copy() if v.shape[1] == 1 else v
-        else:
-            # the reference's label dtype (int64, or a str dtype for named classes)
-            output = out["label"].astype(np.asarray(self.task["classes"]).dtype)
-        return Prediction(output=output, scores=out["scores"], proba=out.get("probabilities"),
-                          cost=out.get("cost"), stage=out.get("stage"),
-                          features_used=out.get("features_used"))
+        return prediction_from_outputs(self.task, self.run(X, budget))
 
+
+def prediction_from_outputs(task: dict, out: dict) -> Prediction:
+    """The ``Prediction`` of a skinflint graph's raw outputs by name (its
+    ``skinflint.task`` metadata as ``task``): what ``predict`` returns."""
+    if task["kind"] == "regression":
+        v = out["variable"]
+        output = v[:, 0].copy() if v.shape[1] == 1 else v
+    else:
+        # the reference's label dtype (int64, or a str dtype for named classes)
+        output = np.asarray(out["label"]).astype(np.asarray(task["classes"]).dtype)
+    return Prediction(output=output, scores=out["scores"], proba=out.get("probabilities"),
+                      cost=out.get("cost"), stage=out.get("stage"), features_used=out.get("features_used"))

@@ -34,7 +34,7 @@ def test_examples_match_reference(path, tree_op):
 
 
 @pytest.mark.parametrize("target, op, ml", [("onnxruntime-1.16", "TreeEnsembleRegressor", 3),
-                                             ("onnxruntime-1.21", "TreeEnsemble", 5),
+                                             ("onnxruntime-1.24", "TreeEnsemble", 5),
                                              ("no-ml-ops", None, None)])
 def test_targets_choose_the_tree_operator_and_opsets(target, op, ml):
     for mode in ("exact", "fast"):
