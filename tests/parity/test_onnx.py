@@ -321,3 +321,22 @@ def test_no_op_sees_an_empty_batch(path):
             if rt.mode == "exact":
                 np.testing.assert_array_equal(got.cost, ref.cost)
                 np.testing.assert_array_equal(got.stage, ref.stage)
+
+
+def test_ort_format_for_mobile_runs_exact(tmp_path):
+    # ORT Mobile reads the ORT format: every example's default graph
+    # converts with onnxruntime's own tool, and the .ort runs bit for bit
+    import subprocess
+    import sys
+
+    import onnxruntime as ort
+    models = {p.rsplit("/", 1)[-1][:-5]: ir.load(p) for p in example_paths()}
+    for name, m in models.items():
+        onnx.save(compile_onnx(m), tmp_path / f"{name}.onnx")
+    subprocess.run([sys.executable, "-m", "onnxruntime.tools.convert_onnx_models_to_ort", str(tmp_path)],
+                   check=True, capture_output=True)
+    for name, m in models.items():
+        rt = OnnxRuntime(m)
+        rt.session = ort.InferenceSession(str(tmp_path / f"{name}.ort"), providers=["CPUExecutionProvider"])
+        rep = verify(m, runtimes=[rt])
+        assert rep.ok, (name, rep.table())
