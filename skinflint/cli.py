@@ -7,6 +7,8 @@ import sys
 
 import numpy as np
 
+from .runtimes.registry import DEFAULT_CHECKED, RUNTIMES
+
 EXIT_USAGE = 2
 
 
@@ -147,13 +149,25 @@ def cmd_import(args):
           f"{m.metadata['source']['exact']}")
 
 
+def _runtime_list(text):
+    """``--runtimes``: comma-separated names from the runtime registry."""
+    names = tuple(n.strip() for n in text.split(",") if n.strip())
+    unknown = [n for n in names if n not in RUNTIMES]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(f"unknown runtime {', '.join(unknown) or repr(text)}; expected names "
+                                         f"from {', '.join(RUNTIMES)}")
+    return names
+
+
 def cmd_verify(args):
     from .verify import verify
     m = _load_model(args.model)
     X = _load_rows(args.data, m.n_features) if args.data else None
-    budgets = "auto" if args.budget is None else args.budget
-    backends = tuple(b.strip() for b in args.backends.split(",") if b.strip())
-    report = verify(m, X, backends=backends, budgets=budgets, adversarial=not args.no_adversarial)
+    if args.backends is not None:
+        raise CLIError("--backends was renamed: write --runtimes " + args.backends)
+    budget, budgets = (None, "around") if args.budget is None else (args.budget, None)
+    report = verify(m, X, runtimes=args.runtimes, budget=budget, budgets=budgets,
+                    adversarial=not args.no_adversarial)
     print(report.table())
     if args.json:
         with open(args.json, "w") as fh:
@@ -223,7 +237,7 @@ def build_parser():
                        description="Write the model as standalone C99 sources (model.c/.h, an "
                                    "example main.c and a Makefile) or as an ONNX graph.")
     s.add_argument("model")
-    s.add_argument("--target", required=True, help="c or onnx")
+    s.add_argument("--target", required=True, choices=["c", "onnx"], help="what to write")
     s.add_argument("-o", "--output", required=True, help="output folder (c) or file (onnx)")
     s.add_argument("--prefix", default="model", help="C identifier prefix of the generated API")
     s.add_argument("--mode", choices=["exact", "fast"], default="exact",
@@ -254,7 +268,11 @@ def build_parser():
     s.add_argument("model")
     s.add_argument("--data", help="CSV of rows to add (a trailing label column is ignored)")
     s.add_argument("--budget", type=float, help="one budget for all rows (default: around each row's cost)")
-    s.add_argument("--backends", default="onnx,c,c-lazy", help="comma-separated: onnx, c, c-lazy")
+    s.add_argument("--runtimes", type=_runtime_list, default=DEFAULT_CHECKED, metavar="NAME[,NAME...]",
+                   help="comma-separated runtimes to check against the reference, from: "
+                        f"{', '.join(n for n in RUNTIMES if n != 'reference')} (default: "
+                        f"{','.join(DEFAULT_CHECKED)})")
+    s.add_argument("--backends", help=argparse.SUPPRESS)   # the former name: refused, saying the new one
     s.add_argument("--no-adversarial", action="store_true", help="only the rows of --data")
     s.add_argument("--json", help="also write the report as JSON (for CI)")
     s.set_defaults(func=cmd_verify)

@@ -89,7 +89,7 @@ def run_demo(out_dir="skinflint-demo", quick=False):
         print(f"      {p}")
 
     print("[4/5] verifying ONNX and C (dense and on-demand) against the reference on the test split")
-    report = verify(model, test.X, backends=("onnx", "c", "c-lazy"))
+    report = verify(model, test.X, runtimes=("onnx", "c", "c-lazy"))
     print("\n".join("      " + ln for ln in report.table().splitlines()))
     with open(os.path.join(out_dir, "parity.json"), "w") as fh:
         fh.write(report.to_json())

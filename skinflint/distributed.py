@@ -33,12 +33,10 @@ import numpy as np
 
 from . import ir
 from .runtimes.prediction import Prediction, as_budget, as_features
+from .runtimes.registry import DEFAULT_CHECKED, make_runtime
 
 __all__ = ["cost_accuracy_curve", "submit_curve", "gather_curve", "predict", "compute", "verify", "worker_runtime", "warm_workers",
            "runtime_cache_info"]
-
-RUNTIME_NAMES = ("reference", "onnx", "c", "c-lazy")
-
 
 def _dask():
     try:
@@ -78,22 +76,12 @@ def _runtime_key(runtime, options) -> str:
 
 
 def _build(model, runtime, options):
-    """A runtime object for ``model``: a name in ``RUNTIME_NAMES`` or a
+    """A runtime object for ``model``: a name in ``runtimes.RUNTIMES`` or a
     callable ``runtime(model, **options)``."""
     options = dict(options or {})
     if callable(runtime):
         return runtime(model, **options)
-    if runtime == "reference":
-        from .runtimes.reference import ReferenceRuntime
-        return ReferenceRuntime(model, **options)
-    if runtime == "onnx":
-        from .runtimes.onnx import OnnxRuntime
-        return OnnxRuntime(model, **options)
-    if runtime in ("c", "c-lazy"):
-        from .runtimes.c import CRuntime
-        return CRuntime(model, api="lazy" if runtime == "c-lazy" else "dense", **options)
-    raise ValueError(f"runtime {runtime!r}: expected one of {', '.join(RUNTIME_NAMES)} "
-                     f"or a callable runtime(model, **options)")
+    return make_runtime(runtime, model, **options)
 
 
 def worker_runtime(key: str, text: str, runtime="reference", options=None):
@@ -278,10 +266,9 @@ def compute(prediction: Prediction) -> Prediction:
 # ---------------------------------------------------------------- verify
 
 def _verify_partition(key, text, runtimes, options, index, part, budget, worst):
-    """Per runtime: the partition's report (counts) with, as worst rows, its
-    first ``worst`` mismatching rows by (sort key, row) and their keys; or
-    the error the runtime raised."""
-    from .verify import compare
+    """``verify.compare``'s report of each runtime on one partition (rows
+    numbered from 0), or the runtime's error as a report."""
+    from .verify import BackendReport, compare
     Xp, b = _split_budget(part, budget)
     reference = worker_runtime(key, text, "reference")
     model = reference.model
@@ -291,50 +278,16 @@ def _verify_partition(key, text, runtimes, options, index, part, budget, worst):
         ref = reference.predict(X, b)
     except (ValueError, TypeError) as e:
         raise _with_partition(e, index) from None
-    out = []
+    reports = []
     for spec in runtimes:
         name = _spec_name(spec)
         try:
             got = worker_runtime(key, text, spec, options.get(name)).predict(X, b)
         except (NotImplementedError, RuntimeError) as e:
-            out.append(("error", str(e), None))
+            reports.append(BackendReport(backend=name, rows=len(X), error=str(e)))
             continue
-        rep = compare(model, X, ref, got, name, worst=0)
-        rep.worst_rows = _worst_rows(model, X, ref, got, name, worst) if rep.mismatches else []
-        out.append(("report", rep, None))
-    return len(X), out
-
-
-def _sort_key(ref, got):
-    """``verify.compare``'s order of rows: largest ulp distance first, cost
-    mismatches before all."""
-    from .verify import ulp_distance
-    ulp = ulp_distance(ref.scores, got.scores).reshape(len(ref.cost), -1).max(1)
-    bad_cost = ref.cost.view(np.uint64) != np.asarray(got.cost, np.float64).view(np.uint64)
-    return -ulp - bad_cost * 1e12
-
-
-def _take(p: Prediction, idx) -> Prediction:
-    return dataclasses.replace(p, **{f: getattr(p, f)[idx] for f in _fields() if getattr(p, f) is not None})
-
-
-def _worst_rows(model, X, ref, got, name, worst):
-    """The first ``worst`` mismatching rows in (sort key, row) order, as
-    ``verify.compare`` describes them, each with its ``key``.  Rows are
-    checked in that order in growing slices, so a partition with many
-    mismatches describes only a few of them."""
-    from .verify import compare
-    key = _sort_key(ref, got)
-    order = np.argsort(key, kind="stable")
-    found, start, step = [], 0, max(4 * worst, 16)
-    while len(found) < worst and start < len(order):
-        idx = order[start:start + step]
-        rep = compare(model, X[idx], _take(ref, idx), _take(got, idx), name, worst=len(idx))
-        for w in sorted(rep.worst_rows, key=lambda w: w["row"]):
-            row = int(idx[w["row"]])
-            found.append({**w, "row": row, "key": float(key[row])})
-        start, step = start + step, step * 2
-    return found[:worst]
+        reports.append(compare(model, X, ref, got, name, worst=worst))
+    return len(X), reports
 
 
 def _spec_name(spec) -> str:
@@ -344,33 +297,20 @@ def _spec_name(spec) -> str:
 
 
 def _merge(model, n_rows, label, names, parts, worst):
-    """The partitions' reports as the report of all rows: counts add,
-    ``max_ulp`` is the largest, worst rows are the first ``worst`` by the
-    same key as ``verify.compare`` (rows in order among equal keys)."""
-    from .verify import BackendReport, ParityReport
-    counts = ("output", "scores", "proba", "cost", "stage", "features_used", "fetches")
-    reports = []
-    for j, name in enumerate(names):
-        errors = [per[j][1] for _, per in parts if per[j][0] == "error"]
-        if errors:
-            reports.append(BackendReport(backend=name, rows=n_rows, error=errors[0]))
-            continue
-        merged = BackendReport(backend=name, rows=n_rows)
-        cands, offset = [], 0
-        for n, per in parts:
-            rep = per[j][1]
-            for f in counts:
-                setattr(merged, f, getattr(merged, f) + getattr(rep, f))
-            merged.max_ulp = max(merged.max_ulp, rep.max_ulp)
-            cands += [{**w, "row": w["row"] + offset} for w in rep.worst_rows]
-            offset += n
-        cands.sort(key=lambda w: (w["key"], w["row"]))
-        merged.worst_rows = [{k: v for k, v in w.items() if k != "key"} for w in cands[:worst]]
-        reports.append(merged)
+    """The partitions' reports as the report of all rows (``verify.merge_reports``
+    after numbering each partition's rows from its offset in the collection)."""
+    from .verify import ParityReport, merge_reports
+    offset = 0
+    for n, reports in parts:
+        for rep in reports:
+            for w in rep.worst_rows:
+                w["row"] += offset
+        offset += n
+    reports = [merge_reports([reports[j] for _, reports in parts], worst) for j in range(len(names))]
     return ParityReport(model_hash=ir.model_hash(model)[:16], rows=n_rows, budgets=label, backends=reports)
 
 
-def verify(model, X, budget=None, *, runtimes=("onnx", "c", "c-lazy"), runtime_options=None, worst=3):
+def verify(model, X, budget=None, *, runtimes=DEFAULT_CHECKED, runtime_options=None, worst=3):
     """The parity report of a whole Dask collection, checked partition by
     partition on the workers and merged exactly.
 

@@ -25,6 +25,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from .runtimes.prediction import Prediction, as_budget, as_features
+from .runtimes.registry import DEFAULT_CHECKED, make_runtime
 
 
 def _wide(a, b) -> bool:
@@ -59,12 +60,16 @@ def ulp_distance(a, b) -> np.ndarray:
     return np.where(na & nb, 0, np.where(na | nb, huge, d))
 
 
+def _per_row(a):
+    """``a`` as [rows, values] (also for zero rows, where reshape(0, -1) fails)."""
+    return a.reshape(len(a), int(np.prod(a.shape[1:])))
+
+
 def _same_bits(a, b):
     """Per-row equality bit for bit (NaNs are canonical): float32 arrays, or
     float64 ones when either is float64."""
     ft, ut = (np.float64, np.uint64) if _wide(a, b) else (np.float32, np.uint32)
-    a = np.ascontiguousarray(a, ft).reshape(len(a), -1)
-    b = np.ascontiguousarray(b, ft).reshape(len(b), -1)
+    a, b = _per_row(np.ascontiguousarray(a, ft)), _per_row(np.ascontiguousarray(b, ft))
     return np.all(a.view(ut) == b.view(ut), axis=1)
 
 
@@ -82,6 +87,9 @@ class BackendReport:
     fetches: int = 0          # on-demand only: rows whose fetch count != features used
     worst_rows: list = field(default_factory=list)
     error: str = ""
+    # each worst row's place in the worst-first order (``sort_keys``), so that
+    # reports of parts of the rows merge into the report of all of them
+    worst_keys: list = field(default_factory=list, repr=False)
 
     @property
     def mismatches(self) -> int:
@@ -124,6 +132,8 @@ class ParityReport:
     def to_json(self) -> str:
         d = asdict(self)
         d["ok"] = self.ok
+        for b in d["backends"]:
+            b.pop("worst_keys", None)
         return json.dumps(d, indent=1, default=str)
 
 
@@ -172,28 +182,26 @@ def budgets_around(costs: np.ndarray, seed=0) -> np.ndarray:
     return np.choose(pick, [costs, below, costs / 2, np.zeros_like(costs), rng.random(len(costs)) * costs])
 
 
-RUNTIME_NAMES = ("reference", "onnx", "c", "c-lazy")
+def runtime(name, model, tables=None, **options):
+    """The runtime called ``name`` (``runtimes.registry``), built from
+    ``model`` (``tables``: its lowering, when already made)."""
+    return make_runtime(name, model, tables=tables, **options)
 
 
-def runtime(name, model, tables=None):
-    """The runtime called ``name`` ("reference", "onnx", "c" or "c-lazy"),
-    built from ``model`` (``tables``: its lowering, when already made)."""
-    if name == "reference":
-        from .runtimes.reference import ReferenceRuntime
-        return ReferenceRuntime(model, tables=tables)
-    if name in ("c", "c-lazy"):
-        from .runtimes.c import CRuntime
-        return CRuntime(model, api="lazy" if name == "c-lazy" else "dense", tables=tables)
-    if name == "onnx":
-        from .runtimes.onnx import OnnxRuntime
-        return OnnxRuntime(model, tables=tables)
-    raise ValueError(f"unknown backend {name!r}; expected one of {', '.join(RUNTIME_NAMES)}")
+def sort_keys(ref: Prediction, got: Prediction) -> np.ndarray:
+    """Each row's place in the worst-first order of a report: cost
+    mismatches first, then the largest ulp distance; rows in order among
+    equal keys (a stable sort)."""
+    ulp = _per_row(ulp_distance(ref.scores, got.scores)).max(1, initial=0)
+    bad_cost = ref.cost.view(np.uint64) != np.asarray(got.cost, np.float64).view(np.uint64)
+    return -ulp - bad_cost * 1e12
 
 
-def compare(model, X, ref: Prediction, got: Prediction, name: str, worst=3) -> BackendReport:
+def compare(model, X, ref: Prediction, got: Prediction, name: str, worst=3, row_offset=0) -> BackendReport:
     """How ``got`` differs from the reference's ``ref`` on rows ``X``, row
     by row; on-demand predictions (``got.fetches``) must fetch each used
-    feature exactly once."""
+    feature exactly once.  The first ``worst`` mismatching rows in
+    ``sort_keys`` order are described, numbered from ``row_offset``."""
     N = len(ref.cost)
     rep = BackendReport(backend=name, rows=N)
     bad_scores = ~_same_bits(ref.scores, got.scores)
@@ -202,7 +210,7 @@ def compare(model, X, ref: Prediction, got: Prediction, name: str, worst=3) -> B
     if ref.output.dtype.kind == "f":
         bad_out = ~_same_bits(ref.output, got.output)
     else:
-        bad_out = np.asarray(ref.output != got.output).reshape(N, -1).any(1)
+        bad_out = _per_row(np.asarray(ref.output != got.output)).any(1)
     rep.output = int(bad_out.sum())
     bad_proba = np.zeros(N, bool)
     if ref.proba is not None:
@@ -219,23 +227,60 @@ def compare(model, X, ref: Prediction, got: Prediction, name: str, worst=3) -> B
         bad_fetch = got.fetches != ref.features_used.sum(1)
         rep.fetches = int(bad_fetch.sum())
     bad = bad_scores | bad_out | bad_proba | bad_cost | bad_stage | bad_used | bad_fetch
-    order = np.argsort(-ulp_distance(ref.scores, got.scores).max(1) - bad_cost * 1e12, kind="stable")
-    for i in [i for i in order if bad[i]][:worst]:
+    key = sort_keys(ref, got)
+    order = np.argsort(key, kind="stable")
+    for i in order[bad[order]][:worst]:
         what = ("scores" if bad_scores[i] else "output" if bad_out[i] else "proba" if bad_proba[i]
                 else "cost" if bad_cost[i] else "stage" if bad_stage[i] else "features_used"
                 if bad_used[i] else "fetches")
         used = np.flatnonzero(ref.features_used[i] | got.features_used[i])
         rep.worst_rows.append({
-            "row": int(i), "what": what,
+            "row": int(i) + row_offset, "what": what,
             "reference": f"scores={ref.scores[i].tolist()} cost={float(ref.cost[i])!r} stage={int(ref.stage[i])}",
             "backend": f"scores={np.asarray(got.scores[i]).tolist()} cost={float(got.cost[i])!r} "
                        f"stage={int(got.stage[i])}",
             "features": {model.features[j].name: float(X[i, j]) for j in used[:8]}})
+        rep.worst_keys.append(float(key[i]))
     return rep
 
 
+def merge_reports(parts, worst=3) -> BackendReport:
+    """The reports of one runtime on consecutive parts of the rows (each made
+    by ``compare`` with its ``row_offset``) as the report on all of them:
+    counts add, ``max_ulp`` is the largest, the worst rows are the first
+    ``worst`` of all parts by (sort key, row), exactly what ``compare`` gives
+    on the rows at once.  The first part's error, if any, is the report."""
+    for rep in parts:
+        if rep.error:
+            return BackendReport(backend=rep.backend, rows=sum(r.rows for r in parts), error=rep.error)
+    merged = BackendReport(backend=parts[0].backend, rows=sum(r.rows for r in parts))
+    for f in ("output", "scores", "proba", "cost", "stage", "features_used", "fetches"):
+        setattr(merged, f, sum(getattr(r, f) for r in parts))
+    merged.max_ulp = max(r.max_ulp for r in parts)
+    cands = sorted(((k, w["row"], w) for r in parts for k, w in zip(r.worst_keys, r.worst_rows, strict=True)),
+                   key=lambda c: (c[0], c[1]))[:worst]
+    merged.worst_rows = [w for _, _, w in cands]
+    merged.worst_keys = [k for k, _, _ in cands]
+    return merged
+
+
+def _refuse_legacy(legacy, budgets):
+    """The arguments ``verify`` took before the runtime registry, refused
+    with what to write instead."""
+    if "backends" in legacy:
+        raise TypeError("verify(backends=...) was renamed: write verify(model, X, runtimes=(...)) "
+                        "with names from skinflint.runtimes.RUNTIMES")
+    if legacy:
+        raise TypeError(f"verify() got unexpected keyword arguments: {', '.join(sorted(legacy))}")
+    if budgets == "auto":
+        raise ValueError("verify(budgets='auto') was renamed: write budgets='around'")
+    if budgets is not None and budgets != "around":
+        raise ValueError(f"verify(budgets={budgets!r}): budgets is 'around' or None; for one budget on every "
+                         "row write verify(model, X, budget=B, budgets=None)")
+
+
 def verify(model, X=None, *, runtimes=None, budget=None, budgets="around", adversarial=True, seed=0,
-           max_rows=4000, backends=None) -> ParityReport:
+           max_rows=4000, **legacy) -> ParityReport:
     """Run ``X`` (plus adversarial rows unless ``adversarial=False``)
     through each runtime and compare with the reference.
 
@@ -244,9 +289,9 @@ def verify(model, X=None, *, runtimes=None, budget=None, budgets="around", adver
     model : ir.Model
     X : array [N, F], optional
         Rows to check (float32 after rounding); None: adversarial rows only.
-    runtimes : sequence of runtime objects or names
-        Default ("onnx", "c", "c-lazy").  "reference" is skipped (it is the
-        reference).
+    runtimes : sequence of runtime objects or names, optional
+        Names from ``skinflint.runtimes.RUNTIMES``; default ("onnx", "c",
+        "c-lazy").  "reference" is skipped (it is the reference).
     budget : None, float or array [rows]
         Per-row budget, as ``predict`` takes it (None: no limit).  Per-row
         budgets need ``adversarial=False`` (the rows are then exactly X).
@@ -256,27 +301,18 @@ def verify(model, X=None, *, runtimes=None, budget=None, budgets="around", adver
     adversarial, seed, max_rows
         Whether to add ``adversarial_rows(model, X, seed=seed,
         max_rows=max_rows)``.
-    backends
-        The runtimes' former name (names only), kept for callers of
-        ``verify(..., backends=(...), budgets="auto" | number)``: "auto" is
-        "around", a number is ``budget`` with ``budgets=None``.
+
+    Returns
+    -------
+    ParityReport
     """
     from .ir.json_io import model_hash
     from .ir.lowering import lower
     from .runtimes.reference import ReferenceRuntime
-    if backends is not None:
-        if runtimes is not None:
-            raise ValueError("pass runtimes or backends (its former name), not both")
-        runtimes = backends
-    runtimes = ("onnx", "c", "c-lazy") if runtimes is None else runtimes
+    _refuse_legacy(legacy, budgets)
+    runtimes = DEFAULT_CHECKED if runtimes is None else runtimes
     if isinstance(runtimes, str) or not hasattr(runtimes, "__iter__"):
         runtimes = [runtimes]
-    if budgets == "auto":
-        budgets = "around"
-    elif budgets is not None and budgets != "around":
-        if isinstance(budgets, str):
-            raise ValueError(f"budgets must be 'around' or None, not {budgets!r}")
-        budget, budgets = budgets, None           # the CLI's --budget: one budget for every row
     if X is not None:
         X = as_features(X, model.n_features)
     rows = adversarial_rows(model, X, seed=seed, max_rows=max_rows) if adversarial or X is None else X

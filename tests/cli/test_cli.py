@@ -90,9 +90,20 @@ def test_cost_file_that_does_not_match_the_data(tmp_path, capsys):
     assert len(err) == 1 and "cost file lists 1 features but the data have 30 columns" in err[0]
 
 
-def test_unknown_target_is_one_line(capsys):
-    assert main(["compile", f"{EXAMPLES}/trees.json", "--target", "wasm", "-o", "x"]) == 1
-    assert capsys.readouterr().err.strip() == "skinflint: error: unknown target 'wasm'; expected c or onnx"
+def test_unknown_target_and_runtime_are_usage_errors_naming_the_choices(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["compile", f"{EXAMPLES}/trees.json", "--target", "wasm", "-o", "x"])
+    assert e.value.code == 2
+    assert "invalid choice: 'wasm'" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as e:
+        main(["verify", f"{EXAMPLES}/trees.json", "--runtimes", "onnx,tpu"])
+    assert e.value.code == 2
+    assert "unknown runtime tpu; expected names from reference, onnx, c, c-lazy" in capsys.readouterr().err
+
+
+def test_verify_legacy_backends_flag_says_what_to_write(capsys):
+    assert main(["verify", f"{EXAMPLES}/trees.json", "--backends", "c"]) == 1
+    assert capsys.readouterr().err.strip() == "skinflint: error: --backends was renamed: write --runtimes c"
 
 
 def test_demo_quick_runs_end_to_end(tmp_path, capsys):

@@ -120,9 +120,51 @@ def test_verify_budget_has_predicts_meaning_and_around_is_a_mode():
         verify(m, X, runtimes=[Recorder()], budgets="sometimes")
 
 
-def test_the_cli_and_demo_call_forms_still_work():
+def test_legacy_verify_arguments_are_refused_saying_what_to_write():
     m = load_example("cascade")
-    auto = verify(m, backends=("c-lazy",), budgets="auto")
-    assert auto.ok and auto.budgets == "none, and at/around each row's cost"
-    fixed = verify(m, backends=("c",), budgets=2.5)
-    assert fixed.ok and fixed.budgets == "2.5" and fixed.rows == auto.rows // 2
+    with pytest.raises(TypeError, match=r"write verify\(model, X, runtimes=\(...\)\)"):
+        verify(m, backends=("c-lazy",))
+    with pytest.raises(ValueError, match="write budgets='around'"):
+        verify(m, runtimes=("c-lazy",), budgets="auto")
+    with pytest.raises(ValueError, match="write verify\\(model, X, budget=B, budgets=None\\)"):
+        verify(m, runtimes=("c",), budgets=2.5)
+    fixed = verify(m, runtimes=("c",), budget=2.5, budgets=None)
+    assert fixed.ok and fixed.budgets == "2.5"
+
+
+def test_runtime_registry_builds_every_name_and_refuses_others():
+    from skinflint.runtimes import RUNTIMES, make_runtime
+    m = load_example("cascade")
+    X = np.random.default_rng(0).normal(size=(20, m.n_features)).astype(np.float32)
+    want = make_runtime("reference", m).predict(X)
+    for name in RUNTIMES:
+        got = make_runtime(name, m).predict(X)
+        np.testing.assert_array_equal(got.cost, want.cost)
+    with pytest.raises(ValueError, match="unknown runtime 'tpu'; expected one of reference, onnx, c, c-lazy"):
+        make_runtime("tpu", m)
+
+
+def test_merged_partition_reports_equal_the_report_of_all_rows():
+    """verify's report on rows in parts, merged, is its report on all rows
+    (the contract skinflint.distributed relies on)."""
+    from skinflint.verify import compare, merge_reports, runtime
+    m = load_example("cascade")
+    X = adversarial_rows(m, seed=1)
+    ref = runtime("reference", m).predict(X)
+    got = runtime("reference", m).predict(X)
+    got.cost[::7] += 1.0                     # mismatches spread over every part
+    got.scores[::5] = np.nextafter(got.scores[::5], np.float32(np.inf))
+    whole = compare(m, X, ref, got, "broken", worst=5)
+    cuts = [0, 13, 13, 31, 52, len(X)]       # an empty part too, as Dask makes them
+    assert len(X) > 52
+    parts = [compare(m, X[a:b], _rows(ref, a, b), _rows(got, a, b), "broken", worst=5, row_offset=a)
+             for a, b in zip(cuts[:-1], cuts[1:], strict=True)]
+    merged = merge_reports(parts, worst=5)
+    assert whole.mismatches > 5
+    assert merged == whole
+
+
+def _rows(p, a, b):
+    import dataclasses
+    return dataclasses.replace(p, **{f.name: getattr(p, f.name)[a:b] for f in dataclasses.fields(p)
+                                     if getattr(p, f.name) is not None})

@@ -27,7 +27,7 @@ def test_early_exit_cascade_saves_cost_and_matches_its_gbrt_when_nobody_exits():
     pe = predict(eager.to_ir(), ds.X)
     assert pe.cost.mean() < p.cost.mean()
     assert np.any(pe.stage < 3)
-    assert verify(eager.to_ir(), ds.X[:100], backends=("c", "c-lazy")).ok
+    assert verify(eager.to_ir(), ds.X[:100], runtimes=("c", "c-lazy")).ok
 
 
 def test_early_exit_rejects_bad_parameters():

@@ -76,7 +76,7 @@ def test_estimator_predictions_equal_its_ir_everywhere(tmp_path):
     assert len(staged) == m.n_estimators_
     np.testing.assert_array_equal(staged[-1].view(np.uint32), ref.scores[:, 0].view(np.uint32))
     from skinflint.verify import verify
-    report = verify(loaded, X[:200], backends=("c", "c-lazy"))
+    report = verify(loaded, X[:200], runtimes=("c", "c-lazy"))
     assert report.ok, report.table()
 
 
