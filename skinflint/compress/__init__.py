@@ -1,0 +1,10 @@
+"""Make trained models cheaper without retraining (docs/compress.md).
+
+``budget_prune`` prunes a forest to minimise error plus lambda times the
+mean cost per row (Nan, Wang & Saligrama, NIPS 2016); ``prune_to_budget``
+finds the lambda that meets a mean cost; ``prune_curve`` sweeps lambda.
+"""
+from .budget_prune import PruneResult, budget_prune, prune_to_budget
+from .curve import prune_curve
+
+__all__ = ["PruneResult", "budget_prune", "prune_curve", "prune_to_budget"]

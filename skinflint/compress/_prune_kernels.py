@@ -1,0 +1,181 @@
+"""Numba kernels of BudgetPrune's solver (Nan, Wang & Saligrama, NIPS 2016).
+
+The 0-1 program (the paper's eq. (3)) picks, per tree t, the nodes z^t_h
+where the pruned tree ends (one on every root-to-leaf path), minimising
+
+    sum_t sum_h err_h z^t_h  +  lambda * mean cost per row,
+
+where a unit u (feature, group) is paid for row i when *any* kept tree
+touches it (w_{u,i} >= w^t_{u,i}, eq. (4)), and a kept tree pays its own
+evaluation cost.  Its LP relaxation is solved by the primal-dual method of
+the paper's Algorithm 1: with multipliers beta^t_{u,i} >= 0 on
+w^t_{u,i} <= w_{u,i}, and sum_t beta^t_{u,i} <= lambda c_u / N (else the
+dual is unbounded in w), the Lagrangian splits into one problem per tree,
+which is a bottom-up dynamic program over its nodes (``solve_trees``);
+the multipliers take a projected subgradient step (``dual_step``).  Here
+beta^t_{u,i} = (lambda c_u / N) s^t_{u,i} with shares s in the capped
+simplex {s >= 0, sum_t s^t <= 1}.
+
+``polish`` is ours, not the paper's: exact block coordinate descent on the
+0-1 objective, one tree at a time, charging a unit only when no other kept
+tree pays it for that row; each step solves its tree exactly, so the true
+objective never rises.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+
+@njit(cache=True, parallel=True)
+def preorder(roots, left, right, feature, n_nodes_per_tree):
+    """Every tree's nodes in preorder (parents before children), tree-major,
+    and the offsets [T + 1]."""
+    T = roots.shape[0]
+    off = np.zeros(T + 1, np.int64)
+    for t in range(T):
+        off[t + 1] = off[t] + n_nodes_per_tree[t]
+    order = np.empty(off[T], np.int64)
+    for t in prange(T):
+        stack = np.empty(n_nodes_per_tree[t] + 1, np.int64)
+        sp = 0
+        stack[0] = roots[t]
+        sp = 1
+        k = off[t]
+        while sp > 0:
+            sp -= 1
+            h = stack[sp]
+            order[k] = h
+            k += 1
+            if feature[h] >= 0:
+                stack[sp] = right[h]
+                stack[sp + 1] = left[h]
+                sp += 2
+    return order, off
+
+
+@njit(cache=True)
+def _solve_one(t, order, ooff, left, right, feature, err, B, root_cost, opt, keep, kept, alive):
+    a, b = ooff[t], ooff[t + 1]
+    root = order[a]
+    for j in range(b - 1, a - 1, -1):             # children before parents
+        h = order[j]
+        if feature[h] < 0:
+            opt[h] = err[h]
+            keep[h] = False
+            continue
+        k = B[h] + opt[left[h]] + opt[right[h]]
+        if h == root:
+            k += root_cost[t]
+        keep[h] = k <= err[h]                      # a tie keeps: validation rows cannot tell
+        opt[h] = k if keep[h] else err[h]
+    for j in range(a, b):
+        h = order[j]
+        alive[h] = h == root or alive[h]
+        kept[h] = alive[h] and keep[h]
+        if feature[h] >= 0:
+            alive[left[h]] = kept[h]
+            alive[right[h]] = kept[h]
+    return opt[root]
+
+
+@njit(cache=True, parallel=True)
+def solve_trees(order, ooff, left, right, feature, err, B, root_cost):
+    """Each tree's Lagrangian subproblem by dynamic programming: a node is
+    either a leaf of the pruned tree (cost err_h) or kept as a split (cost
+    B_h, the multipliers of the units first touched there, plus both
+    subtrees).  Returns (kept split [M], alive [M], dual value per tree)."""
+    M = feature.shape[0]
+    T = ooff.shape[0] - 1
+    opt = np.zeros(M)
+    keep = np.zeros(M, np.bool_)
+    kept = np.zeros(M, np.bool_)
+    alive = np.zeros(M, np.bool_)
+    dual = np.zeros(T)
+    for t in prange(T):
+        dual[t] = _solve_one(t, order, ooff, left, right, feature, err, B, root_cost, opt, keep, kept, alive)
+    return kept, alive, dual
+
+
+@njit(cache=True)
+def node_charges(node_k, unit_k, cap, share, M):
+    """B_h = sum over the triples first touched at h of cap_u * s (triples
+    in (unit, row) order, read sequentially)."""
+    B = np.zeros(M)
+    for p in range(node_k.shape[0]):
+        B[node_k[p]] += cap[unit_k[p]] * share[p]
+    return B
+
+
+@njit(cache=True, parallel=True)
+def dual_step(seg, node_k, kept, share, eta):
+    """s += eta * w^t (the dual subgradient), projected per (unit, row) onto
+    {s >= 0, sum_t s^t <= 1} (Michelot's algorithm); returns whether each
+    (unit, row) is paid by some kept tree (the primal w_{u,i}).  Triples
+    are in (unit, row) order, so each segment is contiguous."""
+    n = seg.shape[0] - 1
+    used = np.zeros(n, np.bool_)
+    for j in prange(n):
+        a, b = seg[j], seg[j + 1]
+        total = 0.0
+        for p in range(a, b):
+            if kept[node_k[p]]:
+                share[p] += eta
+                used[j] = True
+            total += share[p]
+        if total <= 1.0:
+            continue
+        theta = (total - 1.0) / (b - a)
+        active = b - a
+        for _ in range(b - a):                     # the active set only shrinks
+            cnt, s = 0, 0.0
+            for p in range(a, b):
+                if share[p] > theta:
+                    cnt += 1
+                    s += share[p]
+            theta = (s - 1.0) / cnt
+            if cnt == active:
+                break
+            active = cnt
+        for p in range(a, b):
+            share[p] = max(share[p] - theta, 0.0)
+    return used
+
+
+@njit(cache=True)
+def polish(order, ooff, toff, left, right, feature, err, t_node, t_unit, seg_of, cap, root_cost, kept, alive,
+           n_seg, sweeps):
+    """Exact block coordinate descent on the 0-1 objective (see the module
+    docstring); ``kept``/``alive`` are updated in place."""
+    T = ooff.shape[0] - 1
+    M = feature.shape[0]
+    users = np.zeros(n_seg, np.int64)
+    for q in range(t_node.shape[0]):
+        if kept[t_node[q]]:
+            users[seg_of[q]] += 1
+    opt = np.zeros(M)
+    keep = np.zeros(M, np.bool_)
+    B = np.zeros(M)
+    for _ in range(sweeps):
+        changed = False
+        for t in range(T):
+            a, b = toff[t], toff[t + 1]
+            for q in range(a, b):
+                if kept[t_node[q]]:
+                    users[seg_of[q]] -= 1
+            for j in range(ooff[t], ooff[t + 1]):
+                B[order[j]] = 0.0
+            for q in range(a, b):
+                if users[seg_of[q]] == 0:
+                    B[t_node[q]] += cap[t_unit[q]]
+            before = kept[order[ooff[t]:ooff[t + 1]]].copy()
+            for j in range(ooff[t], ooff[t + 1]):
+                alive[order[j]] = False
+            _solve_one(t, order, ooff, left, right, feature, err, B, root_cost, opt, keep, kept, alive)
+            if not np.array_equal(before, kept[order[ooff[t]:ooff[t + 1]]]):
+                changed = True
+            for q in range(a, b):
+                if kept[t_node[q]]:
+                    users[seg_of[q]] += 1
+        if not changed:
+            break

@@ -1,0 +1,303 @@
+"""BudgetPrune: prune a trained forest for prediction on a budget.
+
+Nan, Wang & Saligrama, "Pruning Random Forests for Prediction on a Budget"
+(NIPS 2016).  Given a forest, validation rows and a trade-off lambda, it
+picks where each tree ends so as to minimise
+
+    (mean over trees of each tree's validation error)
+        + lambda * (mean cost per validation row),
+
+the cost counted as the IR charges it (docs/costs.md): a feature or group
+is paid once per row however many trees read it, and a kept tree pays its
+evaluation cost.  The error term is the paper's surrogate: each tree's own
+error (misclassification, or squared error for a regression), not the
+forest's.  The solver (``_prune_kernels``) is the paper's primal-dual
+method on the LP relaxation, then an exact coordinate-descent polish; the
+best 0-1 solution seen is returned.
+
+What a pruned node predicts (``node_values``):
+
+* ``"source"``: the value the model stores at that node.  scikit-learn's
+  trees keep one at every node (the class fractions / mean of the training
+  rows that reached it), and ``from_sklearn`` keeps them;
+* ``"refit"``: the mean, over the validation rows that reach the node, of
+  the leaf values the unpruned subtree gave them (no labels used; a node no
+  row reaches takes the plain mean of its children).  LightGBM and XGBoost
+  imports keep no internal values, so they are refitted;
+* ``"auto"`` (default): ``"source"`` when the bank holds a nonzero value at
+  some internal node, else ``"refit"``.
+
+A tree pruned to its root is a constant: it leaves the bank and its value
+joins ``base_score`` (it would still pay its evaluation cost otherwise).
+The result is an ordinary IR model (same features, groups, task, precision
+and divisor) that ``skinflint.verify`` checks like any other.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..ir import builders
+from ..ir.nodes import TreesNode
+from . import _prune_kernels as K
+from ._routing import path_errors, route_bank
+
+DEFAULT_ITERATIONS = 40
+LOSSES = {"error": 0, "brier": 1, "squared": 2}
+
+
+@dataclass
+class PruneResult:
+    """A pruned model and what it measured on the validation rows."""
+    model: object
+    lam: float
+    cost: float               # mean cost per validation row (the IR's lazy cost)
+    error: float              # mean per-tree validation error (the surrogate minimised)
+    node_values: str
+    n_nodes: int
+    n_trees: int
+    dual_gap: float           # best primal objective - best dual bound (LP relaxation)
+    kept: np.ndarray          # bool [M] over the source bank: internal nodes that still split
+
+
+def _bank(model) -> TreesNode:
+    node = model.nodes[model.output]
+    if not isinstance(node, TreesNode):
+        raise ValueError(f"BudgetPrune needs a model whose output is one trees bank (an imported or trained "
+                         f"forest); this model's output is a {node.kind!r} node")
+    return node
+
+
+def _labels(model, y):
+    """Class indices (classification) or float targets (regression)."""
+    task = model.task
+    if task.kind == "regression":
+        return np.zeros(len(y), np.int64), np.asarray(y, np.float64), False
+    index = {c: i for i, c in enumerate(task.classes)}
+    try:
+        idx = np.array([index[v] for v in np.asarray(y).tolist()], np.int64)
+    except KeyError as e:
+        raise ValueError(f"y holds the label {e.args[0]!r}, which is not one of the model's classes "
+                         f"{list(task.classes)}") from None
+    return idx, np.zeros(len(y)), True
+
+
+def _units(model):
+    """unit_of[f] = f; group_of[f] = F + g or -1; unit costs [F + G]."""
+    F = model.n_features
+    groups = model.feature_groups
+    unit_cost = np.concatenate([model.feature_costs, model.group_costs]).astype(np.float64)
+    return (np.arange(F, dtype=np.int64), np.where(groups >= 0, F + groups, -1).astype(np.int64),
+            unit_cost)
+
+
+def _node_values(bank, node_rows, leaf_of, order, ooff, mode):
+    """[M, K] what each node predicts when the tree ends there."""
+    internal = bank.feature >= 0
+    if mode == "auto":
+        mode = "source" if np.any(bank.value[internal] != 0) else "refit"
+    if mode == "source":
+        return np.asarray(bank.value, np.float64), mode
+    if mode != "refit":
+        raise ValueError(f"node_values: {mode!r}; expected 'auto', 'source' or 'refit'")
+    M, Kout = bank.value.shape
+    total = np.zeros((M, Kout))
+    leaves, counts = np.unique(leaf_of, return_counts=True)
+    total[leaves] = bank.value[leaves] * counts[:, None]
+    val = np.array(bank.value, np.float64)
+    # children before parents: reversed preorder, one vectorised level at a
+    # time would need depths; the bank's preorder gives it directly
+    for h in order[::-1]:
+        if internal[h]:
+            lft, rgt = bank.left[h], bank.right[h]
+            total[h] = total[lft] + total[rgt]
+            n = node_rows[h]
+            val[h] = total[h] / n if n else 0.5 * (val[lft] + val[rgt])
+    return val, mode
+
+
+class _Problem:
+    """Everything about (bank, validation rows) that does not depend on lambda."""
+
+    def __init__(self, model, X, y, node_values="auto", loss="error"):
+        bank = _bank(model)
+        X = np.ascontiguousarray(np.asarray(X, np.float64).astype(np.float32))
+        if X.ndim != 2 or X.shape[1] != model.n_features:
+            raise ValueError(f"X: expected shape [N, {model.n_features}], got {X.shape}")
+        if len(y) != X.shape[0] or X.shape[0] == 0:
+            raise ValueError(f"y: {len(y)} labels for {X.shape[0]} rows")
+        self.model, self.bank, self.N = model, bank, X.shape[0]
+        unit_of, group_of, self.unit_cost = _units(model)
+        f, thr, lft, rgt = bank.feature.astype(np.int64), bank.threshold, bank.left.astype(np.int64), \
+            bank.right.astype(np.int64)
+        ml, roots = bank.missing_left, bank.roots.astype(np.int64)
+        owner = bank.tree_ranges()
+        per_tree = np.bincount(owner[owner >= 0], minlength=bank.n_trees)
+        self.order, self.ooff = K.preorder(roots, lft, rgt, f, per_tree)
+        node_rows, leaf_of, t_node, t_unit, t_row, self.toff = route_bank(
+            f, thr, lft, rgt, ml, roots, X, unit_of, group_of, len(self.unit_cost))
+        self.value, self.node_values = _node_values(bank, node_rows, leaf_of, self.order, self.ooff,
+                                                    node_values)
+        y_class, y_value, classify = _labels(model, y)
+        if loss not in LOSSES:
+            raise ValueError(f"loss: {loss!r}; expected one of {list(LOSSES)}")
+        if not classify:
+            loss = "squared"
+        elif loss == "brier" and self.value.shape[1] > 1 and model.task.transform != "identity":
+            raise ValueError("loss='brier' reads the node values as class probabilities; this model's "
+                             f"values are {model.task.transform} margins: use loss='error'")
+        self.loss = loss
+        err = path_errors(f, thr, lft, rgt, ml, roots, X, self.value, y_class, y_value, LOSSES[loss])
+        self.err = err / (self.N * bank.n_trees)
+        # (unit, row) segments: the triples of one (u, i) across trees
+        key = t_unit.astype(np.int64) * self.N + t_row
+        self.by_key = np.argsort(key, kind="stable")
+        sk = key[self.by_key]
+        starts = np.flatnonzero(np.r_[True, sk[1:] != sk[:-1]])
+        self.seg = np.r_[starts, len(sk)].astype(np.int64)
+        self.seg_of = np.empty(len(key), np.int64)
+        self.seg_of[self.by_key] = np.repeat(np.arange(len(starts)), np.diff(self.seg))
+        self.seg_cost = self.unit_cost[sk[starts] // self.N] if len(starts) else np.zeros(0)
+        self.t_node, self.t_unit = t_node, t_unit
+        self.node_k, self.unit_k = t_node[self.by_key], t_unit[self.by_key]
+        self.arrays = (lft, rgt, f)
+
+    def objective(self, kept, alive, lam, used):
+        error = float(self.err[alive & ~kept].sum())
+        cost = (float(self.seg_cost[used].sum()) / self.N
+                + float(self.bank.tree_cost[kept[self.bank.roots]].sum()))
+        return error + lam * cost, error, cost
+
+    def solve(self, lam, iterations=DEFAULT_ITERATIONS, polish_sweeps=3):
+        lam = float(lam)
+        if not np.isfinite(lam) or lam < 0:
+            raise ValueError(f"lambda: {lam!r} must be a finite number >= 0")
+        lft, rgt, f = self.arrays
+        cap = lam * self.unit_cost / self.N
+        root_cost = lam * np.asarray(self.bank.tree_cost, np.float64)
+        # start from an even split of each (u, i)'s cost among the trees
+        # whose unpruned paths touch it: a feasible dual point
+        share = np.repeat(1.0 / np.diff(self.seg), np.diff(self.seg))
+        best, best_dual, best_sol = np.inf, -np.inf, None
+        for k in range(iterations):
+            B = K.node_charges(self.node_k, self.unit_k, cap, share, f.shape[0])
+            kept, alive, dual = K.solve_trees(self.order, self.ooff, lft, rgt, f, self.err, B, root_cost)
+            best_dual = max(best_dual, float(dual.sum()))
+            used = K.dual_step(self.seg, self.node_k, kept, share, 0.5 / np.sqrt(k + 1.0))
+            obj = self.objective(kept, alive, lam, used)
+            if obj[0] < best:
+                best, best_sol = obj[0], (kept.copy(), alive.copy())
+        kept, alive = best_sol
+        if polish_sweeps:
+            K.polish(self.order, self.ooff, self.toff, lft, rgt, f, self.err, self.t_node, self.t_unit,
+                     self.seg_of, cap, root_cost, kept, alive, len(self.seg) - 1, polish_sweeps)
+        used = (np.logical_or.reduceat(kept[self.node_k], self.seg[:-1]) if len(self.node_k)
+                else np.zeros(0, bool))
+        obj, error, cost = self.objective(kept, alive, lam, used)
+        return kept, alive, error, cost, obj - best_dual
+
+
+def _pruned_bank(bank, value, kept, alive, order, ooff):
+    """The pruned trees as a new bank; trees pruned to their root join the
+    base score."""
+    trees, base = [], np.array(bank.base_score, np.float64)
+    costs = []
+    for t in range(bank.n_trees):
+        nodes = order[ooff[t]:ooff[t + 1]]
+        nodes = nodes[alive[nodes]]
+        root = nodes[0]
+        if not kept[root]:
+            base = base + value[root]
+            continue
+        local = np.full(bank.feature.shape[0], -1, np.int64)
+        local[nodes] = np.arange(len(nodes))
+        split = kept[nodes]
+        trees.append({"feature": np.where(split, bank.feature[nodes], -1),
+                      "threshold": np.where(split, bank.threshold[nodes], 0.0),
+                      "left": np.where(split, local[bank.left[nodes]], -1),
+                      "right": np.where(split, local[bank.right[nodes]], -1),
+                      "value": np.where(split[:, None], 0.0, value[nodes]),
+                      "missing_left": np.where(split, bank.missing_left[nodes], True)})
+        costs.append(bank.tree_cost[t])
+    if not trees:                                 # a bank holds one tree at least: a constant one
+        trees = [{"feature": [-1], "threshold": [0.0], "left": [-1], "right": [-1],
+                  "value": np.zeros((1, value.shape[1])), "missing_left": [True]}]
+        costs = [0.0]
+    return builders.concat_trees(trees, tree_cost=np.asarray(costs), base_score=base, name=bank.name,
+                                 precision=bank.precision, divisor=bank.divisor)
+
+
+def _model_of(problem, kept, alive, lam, error, cost, gap):
+    m = problem.model
+    bank = _pruned_bank(problem.bank, problem.value, kept, alive, problem.order, problem.ooff)
+    meta = {"trainer": "compress:budget_prune", "lambda": lam, "node_values": problem.node_values,
+            "validation": {"rows": problem.N, "mean_cost": cost, "tree_error": error},
+            "source": dict(m.metadata)}
+    return builders.model(list(m.features), [bank], 0, task=m.task, groups=list(m.groups), metadata=meta)
+
+
+def budget_prune(model, X, y, lam, *, node_values="auto", loss="error", iterations=DEFAULT_ITERATIONS,
+                 polish_sweeps=3, _problem=None) -> PruneResult:
+    """Prune the forest ``model`` (its output one trees bank) on validation
+    rows ``X``, ``y`` with trade-off ``lam`` (error per unit of mean cost).
+
+    Parameters
+    ----------
+    model : ir.Model
+        A forest: scikit-learn random forest / extra trees, LightGBM ``rf``,
+        a skinflint bank; any model whose output is a ``trees`` node.
+    X : array [N, F]
+        Validation rows (rounded to float32, as every runtime does).
+    y : array [N]
+        Their labels (the model's class labels) or regression targets.
+    lam : float
+        Weight of the mean cost per row against the mean per-tree error.
+    node_values : {"auto", "source", "refit"}
+        What a pruned node predicts (module docstring).
+    loss : {"error", "brier"}
+        A classifier's per-tree surrogate: misclassification (the paper's)
+        or the Brier score of the node's class probabilities (values read
+        as probabilities; a one-output margin through the logistic).  A
+        regression uses the squared error.
+    iterations : int
+        Primal-dual iterations (the paper's Algorithm 1).
+    polish_sweeps : int
+        Sweeps of exact coordinate descent after it (0: none).
+
+    Returns
+    -------
+    PruneResult
+        ``.model`` is an ordinary IR model.
+    """
+    problem = _problem if _problem is not None else _Problem(model, X, y, node_values, loss)
+    kept, alive, error, cost, gap = problem.solve(lam, iterations, polish_sweeps)
+    pruned = _model_of(problem, kept, alive, float(lam), error, cost, gap)
+    return PruneResult(model=pruned, lam=float(lam), cost=cost, error=error, node_values=problem.node_values,
+                       n_nodes=int(pruned.nodes[0].feature.shape[0]), n_trees=int(pruned.nodes[0].n_trees),
+                       dual_gap=gap, kept=kept)
+
+
+def prune_to_budget(model, X, y, budget, *, node_values="auto", loss="error", steps=14, **kw) -> PruneResult:
+    """The BudgetPrune model of least error whose mean validation cost is at
+    most ``budget``: a bisection on lambda (in log space)."""
+    problem = _Problem(model, X, y, node_values, loss)
+    full = budget_prune(model, X, y, 0.0, _problem=problem, **kw)
+    if full.cost <= budget:
+        return full
+    lo, hi = 0.0, 1.0
+    res = budget_prune(model, X, y, hi, _problem=problem, **kw)
+    while res.cost > budget:
+        lo, hi = hi, hi * 10
+        if hi > 1e12:
+            raise ValueError(f"budget {budget!r}: no pruning reaches it (the cheapest costs {res.cost!r})")
+        res = budget_prune(model, X, y, hi, _problem=problem, **kw)
+    best = res
+    for _ in range(steps):
+        mid = np.sqrt(lo * hi) if lo > 0 else hi / 10
+        r = budget_prune(model, X, y, mid, _problem=problem, **kw)
+        if r.cost <= budget:
+            best, hi = r, mid
+        else:
+            lo = mid
+    return best
