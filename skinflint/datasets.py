@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .ir import Feature, FeatureCosts, Group
+from .metrics import QueryGroups, query_groups
 
 
 @dataclass
@@ -28,9 +29,14 @@ class Dataset:
     group_names: list = field(default_factory=list)
     group_costs: np.ndarray = field(default_factory=lambda: np.zeros(0))
     description: str = ""
+    qid: np.ndarray = None                     # per-row query ids (ranking data), or None
 
     def __post_init__(self):
         F = self.X.shape[1]
+        if self.qid is not None:
+            self.qid = np.asarray(self.qid)
+            if self.qid.shape != (self.X.shape[0],):
+                raise ValueError(f"dataset: {self.X.shape[0]} rows but {self.qid.shape} query ids")
         if self.feature_groups is None:
             self.feature_groups = np.full(F, -1, np.int32)
         if not (len(self.feature_names) == len(self.feature_costs) == len(self.feature_groups) == F):
@@ -53,16 +59,40 @@ class Dataset:
     def groups(self) -> list:
         return [Group(str(n), float(c)) for n, c in zip(self.group_names, self.group_costs)]
 
+    @property
+    def groups_of_queries(self) -> QueryGroups:
+        """The rows' queries (``skinflint.metrics.QueryGroups``); a dataset without query ids is one query."""
+        return query_groups(self.qid, self.X.shape[0], name="qid")
+
     def split(self, test_size=0.25, seed=0):
-        """A seeded random (train, test) split."""
+        """A seeded random (train, test) split of the rows; a ranking dataset (with ``qid``) is split by
+        query, so no query has documents on both sides."""
+        if self.qid is not None:
+            return self.split_queries(test_size, seed=seed)
         rng = np.random.default_rng(seed)
         idx = rng.permutation(self.X.shape[0])
         n_test = int(round(test_size * len(idx)))
         return self._take(idx[n_test:]), self._take(idx[:n_test])
 
+    def split_queries(self, *fractions, seed=0):
+        """A seeded split by query into ``len(fractions) + 1`` parts: ``fractions`` of the queries each, the
+        rest first (``split_queries(0.2, 0.2)`` -> train 60 %, validation 20 %, test 20 % of the queries).
+        Each part keeps its rows in their original order."""
+        qg = self.groups_of_queries
+        perm = np.random.default_rng(seed).permutation(qg.n_queries)
+        cuts = np.cumsum([int(round(f * qg.n_queries)) for f in fractions])
+        if cuts[-1] >= qg.n_queries or np.any(np.diff(np.r_[0, cuts]) < 1):
+            raise ValueError(f"split_queries: fractions {fractions} leave a part with no query "
+                             f"({qg.n_queries} queries)")
+        *fraction_parts, rest = np.split(perm, cuts)
+        parts = [rest, *fraction_parts]
+        row_query = qg.row_query()
+        return tuple(self._take(np.flatnonzero(np.isin(row_query, p))) for p in parts)
+
     def _take(self, idx):
         return Dataset(self.X[idx], self.y[idx], self.feature_names, self.feature_costs,
-                       self.feature_groups, self.group_names, self.group_costs, self.description)
+                       self.feature_groups, self.group_names, self.group_costs, self.description,
+                       None if self.qid is None else self.qid[idx])
 
 
 # ---------------------------------------------------------------- synthetic
@@ -239,24 +269,47 @@ def read_csv_matrix(path):
     return M.reshape(len(data), width), ([c.strip() for c in rows[0]] if header else None)
 
 
-def load_csv(path, *, label_column=-1, costs=None) -> Dataset:
-    """A numeric CSV with one label column (default: the last)."""
+def load_csv(path, *, label_column=-1, costs=None, query_column=None) -> Dataset:
+    """A numeric CSV with one label column (default: the last).  ``query_column`` (a header name or a column
+    index) names the column of per-row query ids of ranking data; it becomes ``qid``, not a feature."""
     M, names = read_csv_matrix(path)
     width = M.shape[1]
     lc = label_column % width
+    drop = [lc]
+    qid = None
+    if query_column is not None:
+        if isinstance(query_column, str):
+            if not names or query_column not in names:
+                raise ValueError(f"{path}: query_column {query_column!r} is not a header name "
+                                 f"({'no header' if not names else ', '.join(names)})")
+            qc = names.index(query_column)
+        else:
+            qc = int(query_column) % width
+        if qc == lc:
+            raise ValueError(f"{path}: query_column and label_column are the same column ({qc})")
+        qid = M[:, qc]
+        if np.isnan(qid).any():
+            raise ValueError(f"{path}: the query column has empty or NaN cells")
+        qid = qid.astype(np.int64) if np.all(qid == np.round(qid)) else qid
+        drop.append(qc)
     y = M[:, lc]
-    X = np.delete(M, lc, axis=1)
-    fnames = [n for i, n in enumerate(names) if i != lc] if names else [f"f{i}" for i in range(X.shape[1])]
+    X = np.delete(M, drop, axis=1)
+    fnames = [n for i, n in enumerate(names) if i not in drop] if names else [f"f{i}" for i in range(X.shape[1])]
     y = y.astype(np.int64) if np.all(y == np.round(y)) else y
     ds = Dataset(X.astype(np.float32), y, fnames, np.ones(X.shape[1]),
-                 description=os.path.basename(os.fspath(path)))
+                 description=os.path.basename(os.fspath(path)), qid=qid)
     return apply_costs(ds, load_costs(costs)) if costs is not None else ds
 
 
-def load_svmlight(path, *, n_features=None, costs=None) -> Dataset:
-    """The svmlight/libsvm format: ``label idx:value ...`` with 1-based
-    indices (``qid:`` is ignored).  Absent entries are 0, as in the format."""
-    labels, rows, max_idx = [], [], 0
+def load_svmlight(path, *, n_features=None, costs=None, query=None) -> Dataset:
+    """The svmlight/libsvm format: ``label [qid:Q] idx:value ...`` with 1-based indices.  Absent entries are 0,
+    as in the format.
+
+    Query groups (learning to rank) come from ``qid:`` (kept as ``Dataset.qid``) or from a LightGBM-style
+    ``.query`` file of group sizes, one per line (``query=`` its path; by default ``<path>.query`` is read
+    when it exists, as LightGBM does).  When both are present they must describe the same queries.
+    """
+    labels, rows, qids, max_idx = [], [], [], 0
     with open(path) as fh:
         for ln, line in enumerate(fh, 1):
             line = line.split("#", 1)[0].strip()
@@ -269,6 +322,7 @@ def load_svmlight(path, *, n_features=None, costs=None) -> Dataset:
                 for p in parts[1:]:
                     k, v = p.split(":", 1)
                     if k == "qid":
+                        qids.append(int(v))
                         continue
                     k = int(k)
                     if k < 1:
@@ -277,6 +331,8 @@ def load_svmlight(path, *, n_features=None, costs=None) -> Dataset:
                     max_idx = max(max_idx, k)
             except ValueError as e:
                 raise ValueError(f"{path}: line {ln}: {e}") from None
+            if len(qids) not in (0, len(labels)):
+                raise ValueError(f"{path}: line {ln}: some rows have a qid: and others do not")
             rows.append(entries)
     F = n_features if n_features is not None else max_idx
     if max_idx > F:
@@ -287,9 +343,29 @@ def load_svmlight(path, *, n_features=None, costs=None) -> Dataset:
             X[i, k] = v
     y = np.array(labels)
     y = y.astype(np.int64) if np.all(y == np.round(y)) else y
+    qid = np.array(qids, np.int64) if qids else None
+    query = os.fspath(path) + ".query" if query is None and os.path.exists(os.fspath(path) + ".query") else query
+    if query is not None:
+        qid = _qid_from_query_file(query, len(rows), qid)
     ds = Dataset(X, y, [f"f{i}" for i in range(F)], np.ones(F),
-                 description=os.path.basename(os.fspath(path)))
+                 description=os.path.basename(os.fspath(path)), qid=qid)
     return apply_costs(ds, load_costs(costs)) if costs is not None else ds
+
+
+def _qid_from_query_file(path, n_rows, qid):
+    """Per-row query ids (0, 1, ...) from a LightGBM ``.query`` file of group sizes, checked against the rows
+    and against the file's own ``qid:`` values when it had them."""
+    try:
+        sizes = np.loadtxt(path, dtype=np.float64, ndmin=1)
+    except ValueError as e:
+        raise ValueError(f"{path}: not a list of group sizes ({e})") from None
+    qg = query_groups(sizes, n_rows, name=os.path.basename(os.fspath(path)), kind="sizes")
+    from_sizes = np.repeat(np.arange(qg.n_queries, dtype=np.int64), qg.sizes)
+    if qid is not None:
+        own = query_groups(qid, n_rows, name="qid")
+        if own.order is not None or not np.array_equal(own.offsets, qg.offsets):
+            raise ValueError(f"{path}: its group sizes disagree with the data file's qid: values")
+    return from_sizes
 
 
 def load_costs(path) -> FeatureCosts:
@@ -309,7 +385,7 @@ def apply_costs(ds: Dataset, costs: FeatureCosts) -> Dataset:
         costs = costs.reordered(ds.feature_names)
     return Dataset(ds.X, ds.y, list(costs.names), np.array(costs.costs),
                    np.array(costs.groups, np.int32), list(costs.group_names),
-                   np.array(costs.group_costs), ds.description)
+                   np.array(costs.group_costs), ds.description, ds.qid)
 
 
 def _is_number(s):
@@ -350,7 +426,62 @@ def yahoo_like_costs(ds: Dataset, seed=0) -> Dataset:
     p = np.array(list(YAHOO_COST_HISTOGRAM.values()), np.float64)
     costs = np.random.default_rng(seed).choice(values, size=ds.X.shape[1], p=p / p.sum())
     return Dataset(ds.X, ds.y, list(ds.feature_names), costs,
-                   description=f"{ds.description}; Yahoo-like synthetic costs (seed {seed})")
+                   description=f"{ds.description}; Yahoo-like synthetic costs (seed {seed})", qid=ds.qid)
+
+
+# Yahoo LTR set 1's label skew (Chapelle & Chang 2011, Table 1, rounded): bad, fair, good, excellent, perfect.
+YAHOO_LABEL_FRACTIONS = (0.22, 0.50, 0.22, 0.04, 0.02)
+
+
+def make_yahoo_like(n_queries=1000, n_features=519, *, mean_docs=24.0, n_signals=24, noise_only=0.15,
+                    seed=0) -> Dataset:
+    """A synthetic learning-to-rank set shaped like Yahoo! LTR (docs/ranking.md), deterministic by ``seed``.
+
+    * Queries: ``n_queries`` of log-normally varying size (mean about ``mean_docs``, at least 1, at most
+      ``6 * mean_docs``; Yahoo has 473,134 documents in 19,944 queries, 23.7 per query).  ``qid`` holds them.
+    * Relevance: each document has ``n_signals`` latent N(0, 1) signals z (plus a per-query shift of the
+      first signals, so queries differ in how many good documents they have); a latent relevance
+      r = sum_j w_j z_j + 0.5 z_0 z_1 + 0.4 max(z_2, 0) + N(0, 0.3^2) with weights w_j = (1 + j)^-0.8 (few
+      signals matter most; the products need trees) is cut into graded labels 0-4 at the quantiles of
+      ``YAHOO_LABEL_FRACTIONS`` (22 % bad, 50 % fair, 22 % good, 4 % excellent, 2 % perfect): relevance >= 3
+      is the skewed binary task of Chen et al. 2012.
+    * Features: each feature's cost is drawn from ``YAHOO_COST_HISTOGRAM``; a feature is a noisy view of one
+      latent signal, z_j + N(0, 2 / c) (an expensive feature is precise, a cheap one noisy: there are many
+      cheap redundant views of what the expensive ones measure exactly), except a fraction ``noise_only`` of
+      pure N(0, 1) noise.  Which signal a feature views is drawn uniformly.
+
+    ``make_yahoo_like(60, 40)`` is a test-sized set; ``make_yahoo_like(19944, 519)`` has Yahoo's shape
+    (~470k documents, about 1 GB of float32).
+    """
+    if not (n_queries >= 1 and n_features >= 1 and n_signals >= 3 and mean_docs >= 1):
+        raise ValueError("make_yahoo_like: n_queries, n_features and mean_docs must be >= 1, n_signals >= 3")
+    rng = np.random.default_rng(seed)
+    sigma = 0.8
+    sizes = np.exp(rng.normal(np.log(mean_docs) - sigma ** 2 / 2, sigma, n_queries))
+    sizes = np.clip(np.round(sizes), 1, 6 * mean_docs).astype(np.int64)
+    qid = np.repeat(np.arange(n_queries, dtype=np.int64), sizes)
+    N = int(sizes.sum())
+    shift = np.zeros((n_queries, n_signals))
+    shift[:, :3] = 0.6 * rng.normal(size=(n_queries, 3))
+    Z = rng.normal(size=(N, n_signals)) + shift[qid]
+    w = (1.0 + np.arange(n_signals)) ** -0.8
+    r = Z @ w + 0.5 * Z[:, 0] * Z[:, 1] + 0.4 * np.maximum(Z[:, 2], 0) + 0.3 * rng.normal(size=N)
+    y = np.searchsorted(np.quantile(r, np.cumsum(YAHOO_LABEL_FRACTIONS)[:-1]), r).astype(np.int64)
+    values = np.array(list(YAHOO_COST_HISTOGRAM), np.float64)
+    p = np.array(list(YAHOO_COST_HISTOGRAM.values()), np.float64)
+    costs = rng.choice(values, size=n_features, p=p / p.sum())
+    signal = rng.integers(0, n_signals, n_features)
+    pure = rng.random(n_features) < noise_only
+    X = np.empty((N, n_features), np.float32)
+    for a in range(0, n_features, 64):              # column blocks keep the float64 temporaries small
+        b = min(a + 64, n_features)
+        view = np.where(pure[a:b], 0.0, 1.0) * Z[:, signal[a:b]]
+        sd = np.where(pure[a:b], 1.0, np.sqrt(2.0 / costs[a:b]))
+        X[:, a:b] = view + rng.normal(size=(N, b - a)) * sd
+    names = [f"{'noise' if pure[f] else f'z{signal[f]}'}_c{costs[f]:g}_{f}" for f in range(n_features)]
+    return Dataset(X, y, names, costs, qid=qid,
+                   description=f"Yahoo-like LTR synthetic set ({n_queries} queries, {N} documents, "
+                               f"{n_features} features, seed {seed})")
 
 
 # ---------------------------------------------------------------- cascades (issue 15)

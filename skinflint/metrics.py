@@ -84,8 +84,9 @@ class QueryGroups:
         return out
 
 
-def query_groups(group, n_rows: int, *, name="group") -> QueryGroups:
+def query_groups(group, n_rows: int, *, name="group", kind="auto") -> QueryGroups:
     """Parse ``group`` (per-row query ids, group sizes or None) for ``n_rows`` rows; see the module docstring.
+    ``kind="sizes"`` or ``"ids"`` says which form ``group`` is instead of reading it from its length.
 
     Raises ``ValueError`` with one line naming the problem: no rows, sizes that do not sum to ``n_rows``, an
     empty query, non-integer sizes, NaN ids, a wrong shape.
@@ -102,11 +103,15 @@ def query_groups(group, n_rows: int, *, name="group") -> QueryGroups:
         raise ValueError(f"{name}: expected a 1-d array of per-row query ids or group sizes, got shape {g.shape}")
     if g.dtype.kind == "f" and np.isnan(g).any():
         raise ValueError(f"{name}: query ids contain NaN")
-    if len(g) == n_rows:
+    if kind not in ("auto", "ids", "sizes"):
+        raise ValueError(f"kind must be 'auto', 'ids' or 'sizes', got {kind!r}")
+    if kind == "ids" and len(g) != n_rows:
+        raise ValueError(f"{name}: {len(g)} query ids for {n_rows} rows")
+    if kind == "ids" or (kind == "auto" and len(g) == n_rows):
         return _from_ids(g)
     if g.dtype.kind not in "iuf" or (g.dtype.kind == "f" and not np.all(g == np.round(g))):
-        raise ValueError(f"{name}: {len(g)} values for {n_rows} rows, so read as group sizes, but they are not "
-                         "integers (per-row query ids need one value per row)")
+        raise ValueError(f"{name}: {len(g)} values for {n_rows} rows, so read as group sizes, but they are "
+                         "not integers (per-row query ids need one value per row)")
     sizes = g.astype(np.int64)
     if np.any(sizes <= 0):
         q = int(np.flatnonzero(sizes <= 0)[0])
