@@ -10,7 +10,9 @@ from .costs import features_per_tree, reachable_units, static_cost
 from .errors import IRError
 from .feature_costs import FeatureCosts
 from .inspect import inspect
-from .json_io import FORMAT, VERSION, from_dict, from_json, load, model_hash, save, to_dict, to_json
+from .canonical import model_hash, to_dict, to_json
+from .codes import FORMAT, FORMAT_VERSION as VERSION
+from .json_io import from_dict, from_json, load, save
 from .model import Feature, Group, Model, Task
 from .random_model import random_model  # the function; the module stays importable by path
 from .nodes import (AnytimeNode, CascadeNode, ClassifierTreeNode, KernelNode, LinearNode,

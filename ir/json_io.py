@@ -6,49 +6,20 @@ Python's shortest round-trip repr.  ``load`` raises only ``IRError``.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 
 from .arrays import scalar_cost, scalar_int
+from .canonical import file_version, model_hash, nodes_version, to_dict, to_json
+from .codes import FORMAT, FORMAT_VERSION_FLOAT64, FORMAT_VERSIONS
 from .errors import IRError
 from .model import MAX_NODES, Feature, Group, Model, Task
 from .nodes import TreesNode, node_from_dict
 
-from .codes import FORMAT, FORMAT_VERSION as VERSION, FORMAT_VERSION_FLOAT64, FORMAT_VERSIONS
+__all__ = ["file_version", "from_dict", "from_json", "load", "model_hash", "nodes_version", "parse_json",
+           "read_limited", "save", "to_dict", "to_json"]
+
 MAX_FILE_BYTES = 1 << 30
-
-
-def nodes_version(nodes) -> int:
-    """The lowest format version that holds these nodes: 2 with a float64
-    tree bank, else 1 (so float32 models keep the bytes they always had)."""
-    return FORMAT_VERSION_FLOAT64 if any(isinstance(n, TreesNode) and n.is_float64 for n in nodes) \
-        else VERSION
-
-
-def file_version(model: Model) -> int:
-    """The lowest format version that holds ``model`` (``nodes_version``)."""
-    return nodes_version(model.nodes)
-
-
-def to_dict(model: Model) -> dict:
-    return {
-        "format": FORMAT, "version": file_version(model),
-        "features": [{"name": f.name, "cost": float(f.cost), "group": f.group} for f in model.features],
-        "groups": [{"name": g.name, "cost": float(g.cost)} for g in model.groups],
-        "task": {"kind": model.task.kind, "n_outputs": model.task.n_outputs,
-                 "classes": list(model.task.classes), "transform": model.task.transform},
-        "nodes": [n.to_dict() for n in model.nodes],
-        "output": model.output,
-        "metadata": model.metadata,
-    }
-
-
-def to_json(model: Model, indent=None) -> str:
-    try:
-        return json.dumps(to_dict(model), indent=indent, allow_nan=False, sort_keys=False)
-    except (TypeError, ValueError) as e:
-        raise IRError(f"metadata: not JSON-serialisable ({e})") from None
 
 
 def from_dict(d) -> Model:
@@ -171,11 +142,3 @@ def save(model: Model, path) -> None:
 
 def load(path) -> Model:
     return from_json(read_limited(path))
-
-
-def model_hash(model: Model) -> str:
-    """SHA-256 of the canonical JSON, without metadata (which does not change
-    predictions); the first 16 hex digits name caches and C builds."""
-    d = to_dict(model)
-    d.pop("metadata")
-    return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()

@@ -6,7 +6,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .arrays import scalar_cost, scalar_int
+from .canonical import model_hash
+from .costs import reachable_units, static_cost
 from .errors import IRError
+from .inspect import inspect as inspect_model
 from .nodes import INPUT_TREE, LinearNode, TreesNode, is_control
 
 TASK_KINDS = ("regression", "binary", "multiclass")
@@ -95,21 +98,18 @@ class Model:
 
     def static_cost(self) -> float:
         """The cost of every unit the model can touch: all features extracted up front."""
-        from .costs import static_cost
         return static_cost(self)
 
     def features_used(self):
         """Indices of features any evaluation path can touch."""
-        from .costs import reachable_units
         return np.flatnonzero(reachable_units(self).features)
 
     def hash(self) -> str:
-        from .json_io import model_hash
+        """``canonical.model_hash``: SHA-256 of the canonical JSON, without metadata."""
         return model_hash(self)
 
     def inspect(self) -> str:
-        from .inspect import inspect
-        return inspect(self)
+        return inspect_model(self)
 
 
 def node_width(model_nodes, i) -> int:
