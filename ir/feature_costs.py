@@ -5,6 +5,11 @@ Every trainer, the CLI and ``skinflint.datasets`` read feature costs through
 every group priced) are checked in one place.  Cost units are the user's
 (milliseconds, joules, index lookups): the IR only adds them up (docs/costs.md).  A group is a descriptor: the first feature fetched from it
 pays the group's cost once, then each feature its own.
+
+Names are the key wherever names exist (``match_columns``): costs with names
+are matched to the data's column names by name, in Python, on the command
+line and in the importers alike; costs without names (the default ``x0``,
+``x1``, ...) are matched to the columns by position and take their names.
 """
 from __future__ import annotations
 
@@ -85,7 +90,7 @@ class FeatureCosts:
         """Read a cost CSV with header ``name,cost,group``.  A row named
         ``group:G`` sets the cost of group G; ``group`` may be empty.  Groups
         are numbered in sorted name order."""
-        names, costs, member, gcost = [], [], [], {}
+        names, costs, member, gcost, first = [], [], [], {}, {}
         with open(path, newline="") as fh:
             reader = csv.DictReader(fh)
             if reader.fieldnames is None or not {"name", "cost"} <= {f.strip() for f in reader.fieldnames}:
@@ -98,6 +103,12 @@ class FeatureCosts:
                     raise ValueError(f"{path}: line {ln}: cost {row['cost']!r} is not a number") from None
                 if not math.isfinite(c) or c < 0:
                     raise ValueError(f"{path}: line {ln}: cost {c} must be finite and >= 0")
+                if not row["name"]:
+                    raise ValueError(f"{path}: line {ln}: empty name")
+                if row["name"] in first:
+                    raise ValueError(f"{path}: line {ln}: duplicate name {row['name']!r} "
+                                     f"(first on line {first[row['name']]})")
+                first[row["name"]] = ln
                 if row["name"].startswith("group:"):
                     gcost[row["name"][6:]] = c
                 else:
@@ -130,17 +141,32 @@ class FeatureCosts:
             raise ValueError(f"feature_costs: {self.n_features} costs for {n_features} features")
         return self
 
+    @property
+    def named(self) -> bool:
+        """False when the names are the defaults ``x0``, ``x1``, ... (costs
+        given without names), which ``match_columns`` matches by position."""
+        return self.names != default_names(self.n_features)
+
     def reordered(self, names) -> "FeatureCosts":
-        """The same costs, rearranged to follow the column ``names``."""
+        """The same costs, rearranged to follow the column ``names`` (every
+        name on both sides; see ``match_columns``)."""
         names = [str(n) for n in names]
+        _refuse_duplicates(names, "the data's columns")
+        _refuse_duplicates(self.names, "the feature costs")
         if sorted(names) != sorted(self.names):
-            extra = sorted(set(self.names) - set(names))
-            lack = sorted(set(names) - set(self.names))
-            raise ValueError(f"cost file does not match the data columns (not in data: {extra[:5]}, "
-                             f"no cost: {lack[:5]})")
+            raise ValueError(mismatch_message(self.names, names))
         order = [self.names.index(n) for n in names]
         return FeatureCosts.from_arrays(self.costs[order], self.groups[order], self.group_costs,
                                         names, self.group_names)
+
+    def renamed(self, names) -> "FeatureCosts":
+        """The same costs in the same order under other feature ``names``."""
+        return FeatureCosts.from_arrays(self.costs, self.groups, self.group_costs, names, self.group_names)
+
+    def match_columns(self, columns, n_features=None, *, by_position=False,
+                      what="the data's columns") -> "FeatureCosts":
+        """These costs in the order of the data's columns (``match_columns``)."""
+        return match_columns(self, columns, n_features, by_position=by_position, what=what)
 
     def features(self) -> list:
         """The ``ir.Feature`` list of a model with these costs."""
@@ -170,3 +196,126 @@ class FeatureCosts:
     def __repr__(self):
         return (f"FeatureCosts({self.n_features} features, {self.group_costs.shape[0]} groups, "
                 f"total {float(self.costs.sum() + self.group_costs.sum()):g})")
+
+
+# ---------------------------------------------------------------- names
+
+
+def default_names(n_features) -> tuple:
+    """The names of features given without names: ``x0``, ``x1``, ..."""
+    return tuple(f"x{i}" for i in range(int(n_features)))
+
+
+def _listed(names, limit=10) -> str:
+    names = list(names)
+    shown = ", ".join(repr(n) for n in names[:limit])
+    return f"[{shown}{f', ... (+{len(names) - limit})' if len(names) > limit else ''}]"
+
+
+def _refuse_duplicates(names, what):
+    seen = set()
+    for n in names:
+        if n in seen:
+            raise ValueError(f"{what}: duplicate name {n!r}; names must be unique to match costs by name")
+        seen.add(n)
+
+
+def mismatch_message(cost_names, columns, what="the data's columns") -> str:
+    """One line saying which names are on one side only, listing both sides."""
+    only_costs = [n for n in cost_names if n not in set(columns)]
+    only_data = [n for n in columns if n not in set(cost_names)]
+    return (f"feature costs do not match {what} by name: only in the costs: {_listed(only_costs)}; "
+            f"only in {what}: {_listed(only_data)}; the costs name {_listed(cost_names)}; "
+            f"{what}: {_listed(columns)}")
+
+
+def match_columns(costs, columns, n_features=None, *, by_position=False,
+                  what="the data's columns") -> FeatureCosts:
+    """The one rule that pairs feature costs with data columns.
+
+    Parameters
+    ----------
+    costs : FeatureCosts or None
+        None: every feature costs 1.
+    columns : sequence of str or None
+        The data's column names (a DataFrame's columns, a CSV header, a
+        source model's feature names); None when the data have no names.
+    n_features : int, optional
+        The number of columns (default: ``len(columns)``).
+    by_position : bool
+        Pair named costs with named columns by position even when the names
+        differ (the costs' names are kept).  Only on the user's explicit
+        request: the importers' ``by_position=True``, ``--by-position``.
+    what : str
+        How errors name the columns' side.
+
+    Returns
+    -------
+    FeatureCosts
+        The costs in the columns' order:
+
+        - named costs on named columns: matched by name and rearranged to the
+          columns' order; a name on one side only is an error listing both;
+        - costs without names (``x0``, ``x1``, ... : ``FeatureCosts.named`` is
+          False) on named columns: matched by position, one cost per column,
+          and named after the columns;
+        - any costs on columns without names: by position, one per column;
+        - no costs: unit costs named after the columns, if they have names.
+    """
+    if columns is not None:
+        columns = [str(c) for c in columns]
+    n = len(columns) if n_features is None and columns is not None else n_features
+    if n is None:
+        raise ValueError("match_columns: give columns or n_features")
+    if columns is not None and len(columns) != n:
+        raise ValueError(f"{what}: {len(columns)} names for {n} columns")
+    if costs is None:
+        costs = FeatureCosts.uniform(n)
+        return costs.renamed(columns) if columns is not None else costs
+    if columns is None or by_position:
+        return costs.check_n_features(n)
+    _refuse_duplicates(columns, what)
+    if not costs.named:
+        return costs.check_n_features(n).renamed(columns)
+    if list(costs.names) == columns:
+        return costs
+    if sorted(costs.names) != sorted(columns):
+        raise ValueError(mismatch_message(costs.names, columns, what))
+    return costs.reordered(columns)
+
+
+def column_order(model_names, columns, *, what="the data") -> np.ndarray:
+    """Which column of a table with a header feeds each of a model's features.
+
+    Parameters
+    ----------
+    model_names : sequence of str
+        The model's feature names, in the model's order.
+    columns : sequence of str
+        The table's header.
+
+    Returns
+    -------
+    ndarray of int64, shape (n_features,)
+        ``X[:, order]`` are the model's features in the model's order.  One
+        column more than the model reads, last and not a feature (a label),
+        is left out; a model whose names are the defaults (``x0``, ...) reads
+        the columns by position.  Any other missing or extra name is an error
+        naming them.
+    """
+    model_names, columns = [str(n) for n in model_names], [str(c) for c in columns]
+    F = len(model_names)
+    _refuse_duplicates(columns, what)
+    if tuple(model_names) == default_names(F) and not set(model_names) & set(columns):
+        if len(columns) in (F, F + 1):
+            return np.arange(F, dtype=np.int64)
+        raise ValueError(f"{what}: {len(columns)} columns, but the model has {F} features")
+    where = {c: i for i, c in enumerate(columns)}
+    missing = [n for n in model_names if n not in where]
+    extra = [c for c in columns if c not in set(model_names)]
+    label = extra == [columns[-1]] and len(columns) == F + 1
+    if missing or (extra and not label):
+        raise ValueError(f"{what}: the header does not name the model's features: missing "
+                         f"{_listed(missing)}; not in the model: {_listed(extra)} (one extra column, "
+                         f"last, is taken as a label)")
+    return np.array([where[n] for n in model_names], np.int64)

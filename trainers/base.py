@@ -23,7 +23,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from .. import ir
-from ..ir.feature_costs import FeatureCosts
+from ..ir.feature_costs import FeatureCosts, match_columns
 
 
 def package_version():
@@ -112,7 +112,14 @@ class _CostSensitiveEstimator(BaseEstimator):
     def _cost_spec(self, n_features) -> FeatureCosts:
         """The estimator's ``feature_costs`` / ``feature_groups`` /
         ``group_costs`` / ``feature_names`` / ``group_names`` parameters as
-        one checked ``FeatureCosts`` (unit costs when none are given)."""
+        one checked ``FeatureCosts`` in the order of the training data's
+        columns (unit costs when none are given).
+
+        Call it after ``validate_data(reset=True)``: when the data had
+        column names (a DataFrame; ``feature_names_in_``), named costs are
+        matched to them by name and unnamed costs by position, taking the
+        columns' names (``ir.feature_costs.match_columns``, the rule the
+        command line and the importers follow too)."""
         fc = getattr(self, "feature_costs", None)
         extra = {k: getattr(self, k, None) for k in
                  ("feature_groups", "group_costs", "feature_names", "group_names")}
@@ -121,11 +128,16 @@ class _CostSensitiveEstimator(BaseEstimator):
             if given:
                 raise ValueError(f"feature_costs is a FeatureCosts, which already holds "
                                  f"{', '.join(given)}: pass them there, not as parameters")
-            return fc.check_n_features(n_features)
-        costs = np.ones(n_features) if fc is None else fc
-        spec = FeatureCosts.from_arrays(costs, extra["feature_groups"], extra["group_costs"],
-                                        extra["feature_names"], extra["group_names"])
-        return spec.check_n_features(n_features)
+            spec = fc
+        elif fc is None and all(v is None for v in extra.values()):
+            spec = None
+        else:
+            costs = np.ones(n_features) if fc is None else fc
+            spec = FeatureCosts.from_arrays(costs, extra["feature_groups"], extra["group_costs"],
+                                            extra["feature_names"], extra["group_names"])
+        columns = getattr(self, "feature_names_in_", None)
+        return match_columns(spec, None if columns is None else list(columns), n_features,
+                             what="X's columns")
 
     def _json_params(self) -> dict:
         """Parameters for a model's metadata, in ``__init__``'s order (not

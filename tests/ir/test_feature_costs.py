@@ -4,6 +4,7 @@ import pytest
 
 from skinflint import datasets, ir
 from skinflint.ir import FeatureCosts
+from skinflint.ir.feature_costs import column_order, match_columns
 from skinflint.trainers import GreedyMiserClassifier
 
 
@@ -26,6 +27,8 @@ def test_from_csv_numbers_groups_in_name_order_and_round_trips_through_a_model(t
     ("name,cost\na,x\n", "not a number"),
     ("name,cost,group\na,1,g\n", "without a 'group:NAME' cost row"),
     ("nom,prix\na,1\n", "expected a header"),
+    ("name,cost\na,1\nb,2\na,3\n", "line 4: duplicate name 'a' \\(first on line 2\\)"),
+    ("name,cost\n,1\n", "line 2: empty name"),
 ])
 def test_from_csv_names_the_problem(tmp_path, text, words):
     path = tmp_path / "c.csv"
@@ -51,7 +54,7 @@ def test_reordered_follows_the_data_columns_and_refuses_strangers():
     r = fc.reordered(["c", "a", "b"])
     np.testing.assert_array_equal(r.costs, [3.0, 1.0, 2.0])
     np.testing.assert_array_equal(r.groups, [0, 0, -1])
-    with pytest.raises(ValueError, match="does not match"):
+    with pytest.raises(ValueError, match=r"only in the costs: \['c'\]; only in the data's columns: \['z'\]"):
         fc.reordered(["a", "b", "z"])
 
 
@@ -71,3 +74,43 @@ def test_an_estimator_takes_a_feature_costs_value_or_arrays_and_builds_the_same_
                               **kw).fit(ds.X, ds.y)
     with pytest.raises(ValueError, match="29 costs for 30 features"):
         GreedyMiserClassifier(feature_costs=ds.feature_costs[:-1], **kw).fit(ds.X, ds.y)
+
+
+def test_match_columns_states_one_rule():
+    named = FeatureCosts.from_arrays([1.0, 2.0, 3.0], [0, -1, 0], [5.0], ["a", "b", "c"], ["g"])
+    # named costs, named columns: by name, in the columns' order
+    r = match_columns(named, ["c", "a", "b"])
+    assert r.names == ("c", "a", "b") and r.costs.tolist() == [3.0, 1.0, 2.0] and r.groups.tolist() == [0, 0, -1]
+    assert match_columns(named, ["a", "b", "c"]) is named
+    # unnamed costs on named columns: by position, named after the columns
+    r = match_columns(FeatureCosts.from_arrays([1.0, 2.0, 3.0]), ["c", "a", "b"])
+    assert r.names == ("c", "a", "b") and r.costs.tolist() == [1.0, 2.0, 3.0]
+    # no names on the data: by position, the costs' names kept
+    assert match_columns(named, None, 3) is named
+    # explicit positional matching keeps the costs' names
+    assert match_columns(named, ["u", "v", "w"], by_position=True) is named
+    # no costs: unit costs named after the columns
+    r = match_columns(None, ["p", "q"])
+    assert r.names == ("p", "q") and r.costs.tolist() == [1.0, 1.0]
+    with pytest.raises(ValueError, match=r"only in the costs: \['c'\]; only in the data's columns: \[\]"):
+        match_columns(named, ["a", "b"])
+    with pytest.raises(ValueError, match="3 costs for 2 features"):
+        match_columns(named, None, 2)
+    with pytest.raises(ValueError, match="3 costs for 2 features"):
+        match_columns(FeatureCosts.uniform(3), ["a", "b"])
+    with pytest.raises(ValueError, match="duplicate name 'a'"):
+        match_columns(named, ["a", "a", "b"])
+
+
+def test_column_order_reads_a_header_by_name():
+    assert column_order(["a", "b", "c"], ["c", "a", "b"]).tolist() == [1, 2, 0]
+    # one extra column, last: a label, left out
+    assert column_order(["a", "b", "c"], ["b", "c", "a", "label"]).tolist() == [2, 0, 1]
+    # a model without names reads by position
+    assert column_order(["x0", "x1"], ["u", "v", "y"]).tolist() == [0, 1]
+    with pytest.raises(ValueError, match=r"missing \['c'\]; not in the model: \['z'\]"):
+        column_order(["a", "b", "c"], ["a", "b", "z"])
+    with pytest.raises(ValueError, match=r"missing \[\]; not in the model: \['u', 'label'\]"):
+        column_order(["a", "b"], ["u", "a", "b", "label"])
+    with pytest.raises(ValueError, match="3 columns, but the model has 1 features"):
+        column_order(["x0"], ["u", "v", "w"])
