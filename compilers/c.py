@@ -172,26 +172,6 @@ def tree_layout(t, n_features, inline_leaves) -> dict:
                 fm=fm, off=off, thr=thr.astype(np.float32), value=value, order=order, n_nodes=order.shape[0])
 
 
-def _drop_list(t, layout, first, count, n_features):
-    """For the batch walk of bank trees ``first .. first + count - 1``: the
-    features they split on, ordered by the last tree using each (ties by
-    feature), as (features, last trees relative to ``first``).  A row that
-    has paid for every feature still used by the trees left cannot pay
-    anything but tree costs again, and skips the per-row path walk."""
-    roots, fm, M = layout["root"], layout["fm"], layout["n_nodes"]
-    if count == 0:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    ends = np.append(roots[1:], M) if roots.shape[0] else np.zeros(0, np.int64)
-    tree_of = np.repeat(np.arange(roots.shape[0]), ends - roots)
-    feat = fm >> 1
-    mine = (tree_of >= first) & (tree_of < first + count) & (feat < n_features)
-    last = np.full(n_features, -1, np.int64)
-    np.maximum.at(last, feat[mine], tree_of[mine] - first)
-    used = np.flatnonzero(last >= 0)
-    o = np.lexsort((used, last[used]))
-    return used[o], last[used][o]
-
-
 def feature_macros(names, prefix) -> list[tuple[str, int]]:
     """``<PREFIX>_FEATURE_<NAME>`` index constants: each name upper-cased
     with every character outside [A-Z0-9_] replaced by "_".  A name whose
@@ -215,8 +195,8 @@ def feature_macros(names, prefix) -> list[tuple[str, int]]:
 
 def _block_rows(n_features) -> int:
     """Rows per block of the batch walk: 16, fewer when the block's copy of
-    its rows would pass 16 KB of stack."""
-    return int(max(1, min(16, 16384 // (4 * (n_features + 1)))))
+    its rows (float32 values, paid flags) would pass 16 KB of stack."""
+    return int(max(1, min(16, 16384 // (5 * (n_features + 1)))))
 
 
 def render(model, prefix="model", *, tables=None) -> dict[str, str]:
@@ -252,11 +232,7 @@ def render(model, prefix="model", *, tables=None) -> dict[str, str]:
                     depth_t=uint_type(max(int(lay["depth"].max(initial=0)), 1)),
                     tree_cost_zero=not bool(np.any(t.tree_cost)))
         if batch_trees:
-            first, count = int(t.node_first[t.top]), int(t.node_count[t.top])
-            drop_feat, drop_tree = _drop_list(t, lay, first, count, F)
-            walk.update(first=first, count=count, n_drop=int(drop_feat.shape[0]),
-                        drop_feat=_c_ints(drop_feat) or "0", drop_tree=_c_ints(drop_tree) or "0",
-                        drop_feat_t=uint_type(max(F, 1)), drop_tree_t=uint_type(max(count, 1)))
+            walk.update(first=int(t.node_first[t.top]), count=int(t.node_count[t.top]))
     ctx = dict(
         prefix=prefix, PREFIX=prefix.upper(), guard=f"SKINFLINT_{prefix.upper()}_H",
         version=package_version(), hash=model_hash(model)[:16], task_kind=task.kind,
