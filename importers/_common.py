@@ -2,43 +2,54 @@
 from __future__ import annotations
 
 import os
+import warnings
 
 import numpy as np
 
 from ..ir import builders
-from ..ir.feature_costs import FeatureCosts
+from ..ir.feature_costs import FeatureCosts, match_columns
 from ..ir.json_io import nodes_version
 
 IMPORTER_VERSION = 2              # 2: LightGBM and scikit-learn trees as float64 banks
 
 
-def resolve_costs(costs, n_features: int, names=None) -> FeatureCosts:
+def resolve_costs(feature_costs, n_features: int, names=None, *, by_position=False) -> FeatureCosts:
     """The ``FeatureCosts`` of an imported model with ``n_features`` columns.
 
     Parameters
     ----------
-    costs : FeatureCosts, str or path (a cost CSV), array of float, or None
-        None: every feature costs 1.  A ``FeatureCosts`` (or CSV) whose names
-        are the model's feature names in another order is rearranged to the
-        model's order; otherwise it must have one entry per column.
+    feature_costs : FeatureCosts, str or path (a cost CSV), array of float, or None
+        None: every feature costs 1.  Matched to the source model's feature
+        names by ``ir.feature_costs.match_columns``, the rule training
+        follows: named costs by name (rearranged to the model's order; a
+        name on one side only is an error listing both), costs without names
+        (an array) by position, taking the model's names.
     n_features : int
         Columns the source model reads.
     names : list of str, optional
         The source model's feature names, if it stores any.
+    by_position : bool
+        Pair named costs with the source's features by position even when
+        the names differ (the costs' names are kept): the user's explicit
+        choice, never a fallback.
     """
+    if isinstance(feature_costs, (str, os.PathLike)):
+        feature_costs = FeatureCosts.from_csv(feature_costs)
+    elif feature_costs is not None and not isinstance(feature_costs, FeatureCosts):
+        feature_costs = FeatureCosts.from_arrays(np.asarray(feature_costs, np.float64))
+    return match_columns(feature_costs, names, n_features, by_position=by_position,
+                         what="the source model's feature names")
+
+
+def cost_argument(feature_costs, costs, where: str):
+    """``feature_costs``, or the same given by its former name ``costs=``
+    (accepted for one release, with a ``DeprecationWarning``)."""
     if costs is None:
-        fc = FeatureCosts.uniform(n_features)
-        return FeatureCosts.from_arrays(fc.costs, names=names) if names else fc
-    if isinstance(costs, (str, os.PathLike)):
-        costs = FeatureCosts.from_csv(costs)
-    if not isinstance(costs, FeatureCosts):
-        return FeatureCosts.from_arrays(np.asarray(costs, np.float64), names=names)
-    if names and set(costs.names) == set(names) and list(costs.names) != list(names):
-        return costs.reordered(names)
-    if costs.n_features != n_features:
-        raise ValueError(f"costs: {costs.n_features} feature costs for a model that reads {n_features} "
-                         "features; give one cost per column, or a cost file whose names are the "
-                         "model's feature names")
+        return feature_costs
+    warnings.warn(f"{where}(costs=...) is deprecated: write feature_costs=...; costs= goes in the next "
+                  "release", DeprecationWarning, stacklevel=3)
+    if feature_costs is not None:
+        raise TypeError(f"{where}: give feature_costs or costs (its former name), not both")
     return costs
 
 

@@ -47,7 +47,7 @@ import numpy as np
 
 from ..ir import builders
 from ..ir.json_io import MAX_FILE_BYTES
-from ._common import bank_model, one_hot_values, resolve_costs
+from ._common import bank_model, cost_argument, one_hot_values, resolve_costs
 from ._lightgbm_text import parse_model_text
 from .thresholds import clamp_infinite, le_threshold, le_zero_region
 
@@ -200,15 +200,22 @@ def _task(objective, n_class, classes, raw_margin):
                      "a regression")
 
 
-def from_lightgbm(model, costs=None, *, classes=None, raw_margin=False, num_iteration=None,
-                  init_score=None):
+def from_lightgbm(model, feature_costs=None, *, classes=None, raw_margin=False, num_iteration=None,
+                  init_score=None, by_position=False, costs=None):
     """Import a LightGBM model as an IR model.
 
     Parameters
     ----------
     model : lightgbm.Booster, LGBMModel, model file path or model string
-    costs : FeatureCosts, cost CSV path, array [F] or None
-        Feature costs and groups (None: every feature costs 1).
+    feature_costs : FeatureCosts, cost CSV path, array [F] or None
+        Feature costs and groups (None: every feature costs 1), matched to
+        the source model's feature names by name when both have names, else
+        by position (docs/importers.md); a name on one side only is an error.
+    by_position : bool, default False
+        Pair named costs with the model's features by position even though
+        their names differ (the costs' names are kept).
+    costs : deprecated
+        The former name of ``feature_costs``.
     classes : sequence, optional
         Class labels (default: the sklearn wrapper's ``classes_`` or 0..K-1).
     raw_margin : bool, default False
@@ -230,6 +237,7 @@ def from_lightgbm(model, costs=None, *, classes=None, raw_margin=False, num_iter
         the value LightGBM's ``predict()`` transforms (``raw_score=True``
         returns the undivided sum there).
     """
+    feature_costs = cost_argument(feature_costs, costs, "from_lightgbm")
     if classes is None and hasattr(model, "classes_"):
         classes = tuple(model.classes_)
     head, trees = parse_model_text(*_model_text(model, num_iteration))
@@ -243,7 +251,11 @@ def from_lightgbm(model, costs=None, *, classes=None, raw_margin=False, num_iter
     base = np.zeros(K) if init_score is None else np.broadcast_to(np.asarray(init_score, np.float64), (K,))
     # random-forest mode: predict() divides each output by the iterations
     divisor = float(len(trees) // K) if "average_output" in head else 1.0
-    fc = resolve_costs(costs, n_features, names)
+    # LightGBM names unnamed columns Column_0, Column_1, ...: no names to match
+    named = names is not None and names != [f"Column_{i}" for i in range(n_features)]
+    fc = resolve_costs(feature_costs, n_features, names if named else None, by_position=by_position)
+    if not named and names is not None and not fc.named:
+        fc = fc.renamed(names)
     exact = ("margins are predict(raw_score=True) / iterations bit for bit, what predict() transforms "
              "(random-forest mode, float64 bank)" if "average_output" in head
              else "margins are predict(raw_score=True) bit for bit (float64 bank)")

@@ -44,7 +44,7 @@ import numpy as np
 
 from ..ir import builders
 from ..ir.codes import KERNELS
-from ._common import IMPORTER_VERSION, bank_model, one_hot_values, resolve_costs
+from ._common import IMPORTER_VERSION, bank_model, cost_argument, one_hot_values, resolve_costs
 from .thresholds import clamp_infinite, le_threshold
 
 U32 = 2.0 ** -24
@@ -163,25 +163,32 @@ def raw_trees(est):
     return None
 
 
-def from_sklearn(est, costs=None):
+def from_sklearn(est, feature_costs=None, *, by_position=False, costs=None):
     """Import a fitted scikit-learn estimator as an IR model.
 
     Parameters
     ----------
     est : fitted estimator (see the module docstring for the families)
-    costs : FeatureCosts, cost CSV path, array [F] or None
-        Feature costs and groups (None: every feature costs 1); names are
-        matched against ``feature_names_in_`` when the estimator has them.
+    feature_costs : FeatureCosts, cost CSV path, array [F] or None
+        Feature costs and groups (None: every feature costs 1), matched to
+        ``feature_names_in_`` by name when both have names, else
+        by position (docs/importers.md); a name on one side only is an error.
+    by_position : bool, default False
+        Pair named costs with the model's features by position even though
+        their names differ (the costs' names are kept).
+    costs : deprecated
+        The former name of ``feature_costs``.
 
     Returns
     -------
     ir.Model
     """
     from sklearn.utils.validation import check_is_fitted
+    feature_costs = cost_argument(feature_costs, costs, "from_sklearn")
     check_is_fitted(est)
     names = [str(n) for n in getattr(est, "feature_names_in_", [])] or None
     F = int(est.n_features_in_)
-    fc = resolve_costs(costs, F, names)
+    fc = resolve_costs(feature_costs, F, names, by_position=by_position)
     info = {"library": "sklearn", "estimator": type(est).__name__}
     got = raw_trees(est)
     if got is not None:

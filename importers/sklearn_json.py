@@ -43,7 +43,7 @@ from ..ir.arrays import bool_array, float64_array, int_array, scalar_float, scal
 from ..ir.errors import IRError
 from ..ir.json_io import parse_json, read_limited
 from ..ir.model import Task, validate_task
-from ._common import resolve_costs
+from ._common import cost_argument, resolve_costs
 from .sklearn import raw_trees, tree_dict, tree_model
 
 FORMAT = "skinflint-sklearn-json"
@@ -125,10 +125,12 @@ def _field(d, key, where):
     return d[key]
 
 
-def from_sklearn_json(source, costs=None):
+def from_sklearn_json(source, feature_costs=None, *, by_position=False, costs=None):
     """The model of an sklearn-json file (path, JSON text or dict): the same
     as ``from_sklearn`` of the estimator it was written from.  A malformed
-    file raises ``IRError`` naming the field."""
+    file raises ``IRError`` naming the field.  ``feature_costs``,
+    ``by_position`` and the deprecated ``costs`` are ``from_sklearn``'s."""
+    feature_costs = cost_argument(feature_costs, costs, "from_sklearn_json")
     d = _read(source)
     if not isinstance(d, dict) or d.get("format") != FORMAT:
         raise IRError(f"format: expected {FORMAT!r}; write the file with "
@@ -176,7 +178,7 @@ def from_sklearn_json(source, costs=None):
                     "right": int_array(_field(tr, "right", w), f"{w}.right", length=M, low=-1, high=M).astype(np.int64),
                     "missing_left": bool_array(_field(tr, "missing_left", w), f"{w}.missing_left", length=M),
                     "value": float64_array(_field(tr, "value", w), f"{w}.value", length=M * K).reshape(M, K)})
-    fc = resolve_costs(costs, F, names)
+    fc = resolve_costs(feature_costs, F, names, by_position=by_position)
     info = {"library": "sklearn", "estimator": str(d.get("estimator", "")), "via": "sklearn-json"}
     local = [tree_dict(r) for r in raw]
     try:

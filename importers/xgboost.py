@@ -35,7 +35,7 @@ import numpy as np
 from ..ir import builders
 from ..ir.json_io import MAX_FILE_BYTES
 from . import _ubjson, _xgboost_check
-from ._common import bank_model, one_hot_values, resolve_costs
+from ._common import bank_model, cost_argument, one_hot_values, resolve_costs
 from .thresholds import lt_threshold
 
 _BINARY = {"binary:logistic": "logistic", "binary:logitraw": "identity", "binary:hinge": None}
@@ -130,14 +130,22 @@ def _tree(t, n_class, klass):
             "missing_left": np.asarray(t["default_left"]).astype(bool)}
 
 
-def from_xgboost(model, costs=None, *, classes=None, raw_margin=False, base_margin=None):
+def from_xgboost(model, feature_costs=None, *, classes=None, raw_margin=False, base_margin=None,
+                 by_position=False, costs=None):
     """Import an XGBoost model as an IR model whose margins equal XGBoost's.
 
     Parameters
     ----------
     model : xgboost.Booster, XGBModel, path to a ``.json``/``.ubj`` model file, or its bytes
-    costs : FeatureCosts, cost CSV path, array [F] or None
-        Feature costs and groups (None: every feature costs 1).
+    feature_costs : FeatureCosts, cost CSV path, array [F] or None
+        Feature costs and groups (None: every feature costs 1), matched to
+        the source model's feature names by name when both have names, else
+        by position (docs/importers.md); a name on one side only is an error.
+    by_position : bool, default False
+        Pair named costs with the model's features by position even though
+        their names differ (the costs' names are kept).
+    costs : deprecated
+        The former name of ``feature_costs``.
     classes : sequence, optional
         Class labels; default the sklearn wrapper's ``classes_`` or 0..K-1.
     raw_margin : bool, default False
@@ -153,6 +161,7 @@ def from_xgboost(model, costs=None, *, classes=None, raw_margin=False, base_marg
         One ``trees`` node; ``ReferenceRuntime(model).predict(X).scores``
         equals ``booster.predict(DMatrix(X), output_margin=True)`` bit for bit.
     """
+    feature_costs = cost_argument(feature_costs, costs, "from_xgboost")
     if classes is None and hasattr(model, "classes_"):
         classes = tuple(model.classes_)
     booster = _booster(model)
@@ -191,7 +200,7 @@ def from_xgboost(model, costs=None, *, classes=None, raw_margin=False, base_marg
     base = (_base_margin(booster, learner_json, n_features, K) if base_margin is None
             else np.broadcast_to(np.asarray(base_margin, np.float32), (K,)))
     names = list(d.get("feature_names") or []) or None
-    fc = resolve_costs(costs, n_features, names)
+    fc = resolve_costs(feature_costs, n_features, names, by_position=by_position)
     meta = {"library": "xgboost", "objective": objective, "n_trees": len(trees),
             "exact": "margins equal booster.predict(output_margin=True) bit for bit"}
     return bank_model(trees, fc, task, base_score=base.astype(np.float64), source="xgboost", info=meta)
