@@ -47,7 +47,7 @@ class Dataset:
 
     def features(self) -> list:
         return [Feature(str(n), float(c), None if g < 0 else int(g))
-                for n, c, g in zip(self.feature_names, self.feature_costs, self.feature_groups)]
+                for n, c, g in zip(self.feature_names, self.feature_costs, self.feature_groups, strict=True)]
 
     @property
     def costs(self) -> FeatureCosts:
@@ -57,7 +57,7 @@ class Dataset:
                                         self.feature_names, self.group_names)
 
     def groups(self) -> list:
-        return [Group(str(n), float(c)) for n, c in zip(self.group_names, self.group_costs)]
+        return [Group(str(n), float(c)) for n, c in zip(self.group_names, self.group_costs, strict=True)]
 
     @property
     def groups_of_queries(self) -> QueryGroups:
@@ -113,7 +113,7 @@ def make_quadrant(n=1000, seed=0) -> Dataset:
     rng = np.random.default_rng(seed)
     xz = rng.uniform(-1, 1, size=(n, 2))
     sx, sz = np.where(xz[:, 0] > 0, 1.0, -1.0), np.where(xz[:, 1] > 0, 1.0, -1.0)
-    quad = np.array([("+" if a > 0 else "-") + ("+" if b > 0 else "-") for a, b in zip(sx, sz)])
+    quad = np.array([("+" if a > 0 else "-") + ("+" if b > 0 else "-") for a, b in zip(sx, sz, strict=True)])
     y = np.array([QUADRANT_MEANS[q] for q in quad]) + rng.normal(size=n)
     names = ["sign_x", "sign_z", "z_++", "z_+-", "z_-+", "z_--"]
     X = np.empty((n, 6))

@@ -37,8 +37,8 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit, prange
 
-__all__ = ["QueryGroups", "query_groups", "ranking_order", "ndcg", "precision_at_k", "err", "parse_metric",
-           "METRICS"]
+__all__ = ["QueryGroups", "query_groups", "relevance_labels", "ranking_order", "ndcg", "precision_at_k", "err",
+           "parse_metric", "METRICS"]
 
 
 @dataclass(frozen=True)
@@ -184,7 +184,9 @@ def _err_kernel(y, ranked, offsets, k, max_grade, out):
 
 # ---------------------------------------------------------------- checks
 
-def _labels(y, n_rows, *, integer):
+def relevance_labels(y, n_rows, *, integer=True) -> np.ndarray:
+    """``y`` as float64 relevance labels, checked: one per row, finite, not NaN, and (``integer``) non-negative
+    integers."""
     y = np.asarray(y)
     if y.ndim != 1 or len(y) != n_rows:
         raise ValueError(f"y: expected {n_rows} labels (one per row), got shape {y.shape}")
@@ -218,7 +220,7 @@ def _prepared(y, scores, group, *, integer, order=None):
     qg = group if isinstance(group, QueryGroups) else query_groups(group, n)
     if qg.n_rows != n:
         raise ValueError(f"group: describes {qg.n_rows} rows but there are {n} scores")
-    y = qg.take(_labels(y, n, integer=integer))
+    y = qg.take(relevance_labels(y, n, integer=integer))
     if order is not None:
         return y, _checked_order(order, qg), qg.offsets
     s = qg.take(s.astype(np.float64))
