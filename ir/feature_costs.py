@@ -225,8 +225,7 @@ def mismatch_message(cost_names, columns, what="the data's columns") -> str:
     only_costs = [n for n in cost_names if n not in set(columns)]
     only_data = [n for n in columns if n not in set(cost_names)]
     return (f"feature costs do not match {what} by name: only in the costs: {_listed(only_costs)}; "
-            f"only in {what}: {_listed(only_data)}; the costs name {_listed(cost_names)}; "
-            f"{what}: {_listed(columns)}")
+            f"only in {what}: {_listed(only_data)} ({len(cost_names)} costs, {len(columns)} columns)")
 
 
 def match_columns(costs, columns, n_features=None, *, by_position=False,

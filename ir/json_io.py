@@ -111,11 +111,53 @@ def read_limited(path) -> bytes:
     try:
         size = os.path.getsize(path)
         if size > MAX_FILE_BYTES:
-            raise IRError(f"(file): {size} bytes exceeds the limit {MAX_FILE_BYTES}")
+            raise IRError(f"{os.fspath(path)}: {size} bytes exceeds the limit {MAX_FILE_BYTES}")
         with open(path, "rb") as fh:
             return fh.read()
     except OSError as e:
-        raise IRError(f"(file): cannot read {os.fspath(path)!r}: {e.strerror}") from None
+        raise IRError(f"{os.fspath(path)}: cannot read: {e.strerror}") from None
+
+
+# What other tools' model files look like, so that passing one where a
+# skinflint model is expected is named, not reported as broken JSON.
+FOREIGN_KINDS = {
+    "onnx": ("an ONNX model", "skinflint reads the JSON models that 'train' and 'import' write"),
+    "lightgbm": ("a LightGBM text model", "import it: skinflint import FILE --from lightgbm"),
+    "xgboost": ("an XGBoost model", "import it: skinflint import FILE --from xgboost"),
+    "sklearn-json": ("a scikit-learn model in sklearn-json",
+                     "import it: skinflint import FILE --from sklearn-json"),
+}
+
+
+def sniff_kind(data: bytes):
+    """What model file ``data`` (its first bytes suffice) looks like:
+    "skinflint", "onnx", "lightgbm", "xgboost" (JSON or UBJSON),
+    "sklearn-json", or None when none of these."""
+    head = bytes(data[:4096])
+    text = head.lstrip()
+    if text.startswith((b"tree\n", b"tree\r\n")) or b"\nversion=v" in head[:256]:
+        return "lightgbm"
+    # XGBoost UBJSON: an object whose first key is "learner" (a length marker before it)
+    if text[:1] == b"{" and text[1:2] in (b"i", b"U", b"I", b"l", b"L") and b"learner" in text[:24]:
+        return "xgboost"
+    if text[:1] == b"{":
+        for kind, mark in (("skinflint", b'"format": "' + FORMAT.encode() + b'"'),
+                           ("skinflint", b'"format":"' + FORMAT.encode() + b'"'),
+                           ("sklearn-json", b'"skinflint-sklearn-json"'), ("xgboost", b'"learner"')):
+            if mark in head:
+                return kind
+        return None
+    # ONNX: a protobuf ModelProto opens with field 1 (ir_version, a small varint)
+    if head[:1] == b"\x08" and len(head) > 1 and 0 < head[1] < 32 and b"\x3a" in head:
+        return "onnx"
+    return None
+
+
+def _refuse_foreign(data: bytes):
+    kind = sniff_kind(data)
+    if kind in FOREIGN_KINDS:
+        what, hint = FOREIGN_KINDS[kind]
+        raise IRError(f"(file): this is {what}, not a skinflint model; {hint}")
 
 
 def from_json(text) -> Model:
@@ -133,12 +175,49 @@ def from_json(text) -> Model:
 
 
 def save(model: Model, path) -> None:
+    """Write ``model`` to ``path`` whole or not at all: the text goes to a
+    temporary file beside it, renamed over ``path`` at the end and removed
+    on any failure (an interrupt included).  A missing folder or a folder
+    at ``path`` is an ``IRError`` naming ``path``."""
     text = to_json(model)
-    tmp = f"{os.fspath(path)}.tmp"
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(text)
-    os.replace(tmp, path)  # never leave a half-written model behind
+    path = os.fspath(path)
+    folder = check_writable(path)
+    # hidden, and unique to this process, so two writers never share one
+    tmp = os.path.join(folder, f".{os.path.basename(path)}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)  # never leave a half-written model behind
+    except BaseException as e:
+        if os.path.lexists(tmp):
+            os.unlink(tmp)
+        if isinstance(e, OSError):
+            raise IRError(f"{path}: cannot write: {e.strerror or e}") from None
+        raise
+
+
+def check_writable(path) -> str:
+    """The folder a file at ``path`` goes into; an ``IRError`` naming
+    ``path`` when that folder is missing or ``path`` is a folder (checked
+    before a long job, so that it does not fail at the end)."""
+    path = os.fspath(path)
+    folder = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        raise IRError(f"{path}: is a folder; give a file name")
+    if not os.path.isdir(folder):
+        raise IRError(f"{path}: the folder {folder} does not exist")
+    return folder
 
 
 def load(path) -> Model:
-    return from_json(read_limited(path))
+    """The model in the file at ``path``.  Every error is an ``IRError``
+    starting with ``path``; another tool's model file is named as such."""
+    where = os.fspath(path)
+    data = read_limited(path)   # its errors name the path already
+    try:
+        _refuse_foreign(data)
+        return from_json(data)
+    except IRError as e:
+        msg = str(e)
+        msg = msg[len("(file): "):] if msg.startswith("(file): ") else msg
+        raise IRError(f"{where}: {msg}") from None

@@ -21,11 +21,27 @@ def _load_model(path):
     return ir.load(path)
 
 
-def _load_rows(path, n_features):
-    """Feature rows from a CSV (header optional).  A file with one column more
-    than the model has features carries a label last, which is dropped."""
+def _read_csv(path):
     from .datasets import read_csv_matrix
-    M, _ = read_csv_matrix(path)
+    try:
+        return read_csv_matrix(path)
+    except FileNotFoundError as e:
+        raise CLIError(f"{e.filename or path}: no such file") from None
+    except IsADirectoryError:
+        raise CLIError(f"{path}: is a folder, not a CSV file") from None
+
+
+def _load_rows(path, model):
+    """A model's feature rows from a CSV.  With a header, columns are taken
+    by name in the model's order (one extra column, last, is a label and
+    dropped; any other extra or missing name is an error naming them).
+    Without one, by position: a file with one column more than the model
+    has features carries a label last, which is dropped."""
+    from .ir.feature_costs import column_order
+    M, header = _read_csv(path)
+    n_features = model.n_features
+    if header is not None:
+        return M[:, column_order(model.feature_names, header, what=path)].astype(np.float32)
     if M.shape[1] == n_features + 1:
         M = M[:, :-1]
     if M.shape[1] != n_features:
@@ -33,18 +49,49 @@ def _load_rows(path, n_features):
     return M.astype(np.float32)
 
 
-def _load_training(path, fmt, costs):
-    from .datasets import load_csv, load_svmlight
-    fmt = fmt or ("svmlight" if path.endswith((".svm", ".svmlight", ".libsvm", ".txt")) else "csv")
+def _load_costs(path):
+    from .ir import FeatureCosts
+    if path is None:
+        return None
     try:
-        return load_csv(path, costs=costs) if fmt == "csv" else load_svmlight(path, costs=costs)
-    except FileNotFoundError as e:
-        raise CLIError(f"{e.filename or path}: no such file") from None
+        return FeatureCosts.from_csv(path)
+    except FileNotFoundError:
+        raise CLIError(f"{path}: no such file") from None
+
+
+def _load_training(path, fmt, costs_path):
+    """A ``Dataset`` whose costs follow the data's columns: a cost file is
+    matched to a CSV header by name, to data without names by position
+    (``ir.feature_costs.match_columns``, the rule of the Python API)."""
+    from .datasets import Dataset, load_svmlight
+    from .ir.feature_costs import match_columns
+    fmt = fmt or ("svmlight" if path.endswith((".svm", ".svmlight", ".libsvm", ".txt")) else "csv")
+    costs = _load_costs(costs_path)
+    if fmt == "csv":
+        M, header = _read_csv(path)
+        if M.shape[1] < 2:
+            raise CLIError(f"{path}: expected feature columns and the label last, got one column")
+        X, y, names = M[:, :-1], M[:, -1], (header[:-1] if header else None)
+        y = y.astype(np.int64) if np.all(y == np.round(y)) else y
+    else:
+        try:
+            ds = load_svmlight(path)
+        except FileNotFoundError:
+            raise CLIError(f"{path}: no such file") from None
+        X, y, names = ds.X, ds.y, None
+    try:
+        fc = match_columns(costs, names, X.shape[1], what=f"the columns of {path}")
+    except ValueError as e:
+        raise CLIError(f"{costs_path}: {e}") from None
+    return Dataset(X.astype(np.float32), y, list(fc.names), np.array(fc.costs), fc.groups.astype(np.int32),
+                   list(fc.group_names), np.array(fc.group_costs), description=os.path.basename(path))
 
 
 def cmd_train(args):
     from . import ir
+    from .ir.json_io import check_writable
     from .trainers import TRAINERS
+    check_writable(args.output)   # before training, not after it
     ds = _load_training(args.data, args.format, args.costs)
     task = args.task or ("classification" if ds.y.dtype.kind in "iu" and len(np.unique(ds.y)) <= 50
                          else "regression")
@@ -76,13 +123,17 @@ def cmd_plot(args):
         if not args.model or not args.data:
             raise CLIError("plot costs needs MODEL and --data")
         m = _load_model(args.model)
-        print(plot_feature_costs(m, _load_rows(args.data, m.n_features), args.output))
+        print(plot_feature_costs(m, _load_rows(args.data, m), args.output))
         return
     from .trainers import GreedyMiserClassifier, cost_accuracy_curve
     ds = _load_training(args.data, args.format, args.costs)
     train, test = ds.split(0.3, seed=0)
     train, val = train.split(0.25, seed=1)
-    lambdas = [float(v) for v in args.lambdas.split(",")]
+    try:
+        lambdas = [float(v) for v in args.lambdas.split(",")]
+    except ValueError:
+        raise CLIError(f"--lambdas {args.lambdas!r}: expected numbers separated by commas, "
+                       "e.g. 0,3e-4,1e-3") from None
     est = GreedyMiserClassifier(n_estimators=args.trees, feature_costs=ds.costs)
     rows = cost_accuracy_curve(est, {"cost_tradeoff": lambdas}, train.X, train.y, val.X, val.y,
                                test.X, test.y, label="Greedy Miser")
@@ -97,11 +148,12 @@ def cmd_inspect(args):
 def cmd_predict(args):
     from .runtimes.reference import predict
     m = _load_model(args.model)
-    X = _load_rows(args.data, m.n_features)
+    X = _load_rows(args.data, m)
     p = predict(m, X, args.budget)
-    print("row,output,cost,stage")
+    out = sys.stdout
+    out.write("row,output,cost,stage\n")
     for i in range(len(p.cost)):
-        print(f"{i},{p.output[i]},{p.cost[i]:.6g},{p.stage[i]}")
+        out.write(f"{i},{p.output[i]},{p.cost[i]:.6g},{p.stage[i]}\n")
 
 
 def cmd_compile(args):
@@ -127,6 +179,23 @@ def cmd_compile(args):
         raise CLIError(f"unknown target {args.target!r}; expected c or onnx")
 
 
+def _check_source_kind(path, source):
+    """Refuse a file that is plainly another kind than ``--from`` says."""
+    from .ir.json_io import FOREIGN_KINDS, sniff_kind
+    try:
+        with open(path, "rb") as fh:
+            kind = sniff_kind(fh.read(4096))
+    except FileNotFoundError:
+        raise CLIError(f"{path}: no such file") from None
+    except OSError as e:
+        raise CLIError(f"{path}: cannot read: {e.strerror}") from None
+    if kind == "skinflint":
+        raise CLIError(f"{path}: this is a skinflint model already; nothing to import")
+    if kind is not None and kind != source:
+        what, _ = FOREIGN_KINDS[kind]
+        raise CLIError(f"{path}: this is {what}, not a {source} model; use --from {kind}")
+
+
 def cmd_import(args):
     from .importers import from_lightgbm, from_sklearn_json, from_xgboost
     from .ir import save
@@ -136,17 +205,36 @@ def cmd_import(args):
                        "skinflint.importers.sklearn_json.to_json(estimator, path) and import it with "
                        "--from sklearn-json, or call skinflint.importers.from_sklearn(estimator, costs) "
                        "and skinflint.ir.save the model")
-    if args.source == "sklearn-json":
-        if args.raw_margin:
-            raise CLIError("--raw-margin: scikit-learn tree models need no raw-margin import")
-        m = from_sklearn_json(args.model, args.costs)
-    else:
-        importer = {"lightgbm": from_lightgbm, "xgboost": from_xgboost}[args.source]
-        m = importer(args.model, args.costs, raw_margin=args.raw_margin)
+    if args.source == "sklearn-json" and args.raw_margin:
+        raise CLIError("--raw-margin: scikit-learn tree models need no raw-margin import")
+    _check_source_kind(args.model, args.source)
+    costs = _load_costs(args.costs)
+    try:
+        if args.source == "sklearn-json":
+            m = from_sklearn_json(args.model, costs, by_position=args.by_position)
+        else:
+            importer = {"lightgbm": from_lightgbm, "xgboost": from_xgboost}[args.source]
+            m = importer(args.model, costs, raw_margin=args.raw_margin, by_position=args.by_position)
+    except Exception as e:
+        # LightGBM's and XGBoost's own errors carry C++ backtraces: one line of them
+        if not _from_source_library(e):
+            raise
+        raise CLIError(f"{args.model}: {args.source} could not read it: {_first_line(e)}") from None
     save(m, args.output)
     n = m.nodes[0]
     print(f"{args.output}: {n.n_trees} trees, {m.n_features} features, static cost {m.static_cost():.6g}; "
           f"{m.metadata['source']['exact']}")
+
+
+def _first_line(e) -> str:
+    """The first non-empty line of an error (a C++ library's message goes
+    on with a backtrace)."""
+    lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
+    return lines[0] if lines else type(e).__name__
+
+
+def _from_source_library(e) -> bool:
+    return type(e).__module__.split(".")[0] in ("lightgbm", "xgboost")
 
 
 def _runtime_list(text):
@@ -162,7 +250,7 @@ def _runtime_list(text):
 def cmd_verify(args):
     from .verify import verify
     m = _load_model(args.model)
-    X = _load_rows(args.data, m.n_features) if args.data else None
+    X = _load_rows(args.data, m) if args.data else None
     if args.backends is not None:
         raise CLIError("--backends was renamed: write --runtimes " + args.backends)
     budget, budgets = (None, "around") if args.budget is None else (args.budget, None)
@@ -198,7 +286,9 @@ def build_parser():
     s = sub.add_parser("predict", help="predict rows with the reference runtime",
                        description="Print output, lazy cost and stage for each row of a CSV.")
     s.add_argument("model")
-    s.add_argument("--data", required=True, help="CSV of feature rows (a trailing label column is ignored)")
+    s.add_argument("--data", required=True,
+                   help="CSV of feature rows: with a header, columns are taken by name in the model's "
+                        "order; without one, by position (a trailing label column is ignored)")
     s.add_argument("--budget", type=float, default=None, help="per-row cost budget")
     s.set_defaults(func=cmd_predict)
     s = sub.add_parser("train", help="train a cost-sensitive model from CSV/svmlight and a cost file",
@@ -207,7 +297,8 @@ def build_parser():
                                    "'group:G' give group costs); without one every feature costs 1.")
     s.add_argument("--data", required=True, help="training rows, label in the last column (CSV) or svmlight")
     s.add_argument("--format", choices=["csv", "svmlight"], help="default: by file extension")
-    s.add_argument("--costs", help="feature-cost CSV (name,cost,group)")
+    s.add_argument("--costs", help="feature-cost CSV (name,cost,group), matched to the data's header by "
+                                   "name (without a header: by position)")
     s.add_argument("--trainer", choices=_trainer_names(), default="greedy-miser")
     s.add_argument("--task", choices=["classification", "regression"], help="default: from the labels")
     s.add_argument("--lambda", dest="cost_tradeoff", type=float, default=1e-3,
@@ -224,14 +315,19 @@ def build_parser():
                        description="'plot costs MODEL --data X.csv -o out.png': where a model's cost goes. "
                                    "'plot curve --data train.csv --costs c.csv -o out.png': trains a "
                                    "lambda sweep and draws accuracy against mean cost per row.")
-    s.add_argument("kind", choices=["costs", "curve"])
-    s.add_argument("model", nargs="?")
-    s.add_argument("--data", required=True)
-    s.add_argument("--format", choices=["csv", "svmlight"])
-    s.add_argument("--costs")
-    s.add_argument("--lambdas", default="0,3e-4,1e-3,3e-3")
-    s.add_argument("--trees", type=int, default=100)
-    s.add_argument("-o", "--output", required=True)
+    s.add_argument("kind", choices=["costs", "curve"],
+                   help="costs: a model's mean cost per row by feature; curve: accuracy against cost")
+    s.add_argument("model", nargs="?", help="costs only: the model JSON file")
+    s.add_argument("--data", required=True,
+                   help="costs: CSV of feature rows (by header names when it has a header); curve: "
+                        "training rows, label in the last column (CSV) or svmlight")
+    s.add_argument("--format", choices=["csv", "svmlight"], help="curve only; default: by file extension")
+    s.add_argument("--costs", help="curve only: feature-cost CSV (name,cost,group)")
+    s.add_argument("--lambdas", default="0,3e-4,1e-3,3e-3", metavar="L[,L...]",
+                   help="curve only: Greedy Miser cost trade-offs, separated by commas "
+                        "(default: %(default)s)")
+    s.add_argument("--trees", type=int, default=100, help="curve only: boosting rounds (default: %(default)s)")
+    s.add_argument("-o", "--output", required=True, help="the PNG file to write")
     s.set_defaults(func=cmd_plot)
     s = sub.add_parser("compile", help="compile a model to C or ONNX",
                        description="Write the model as standalone C99 sources (model.c/.h, an "
@@ -257,6 +353,9 @@ def build_parser():
     s.add_argument("--costs", help="cost CSV (name,cost,group); default: every feature costs 1")
     s.add_argument("--raw-margin", action="store_true",
                    help="import an objective whose output transform the IR lacks as its raw margin")
+    s.add_argument("--by-position", action="store_true",
+                   help="pair the cost file's rows with the model's features by position even though "
+                        "their names differ (by default names must match)")
     s.add_argument("-o", "--output", required=True, help="the skinflint model (.json) to write")
     s.set_defaults(func=cmd_import)
     s = sub.add_parser("verify", help="check every backend against the reference, bit for bit",
@@ -266,7 +365,8 @@ def build_parser():
                                    "either side, NaN, +-inf) and budgets around each row's cost. Exits "
                                    "1 on any mismatch.")
     s.add_argument("model")
-    s.add_argument("--data", help="CSV of rows to add (a trailing label column is ignored)")
+    s.add_argument("--data", help="CSV of rows to add: by header names when it has a header, else by "
+                                  "position (a trailing label column is ignored)")
     s.add_argument("--budget", type=float, help="one budget for all rows (default: around each row's cost)")
     s.add_argument("--runtimes", type=_runtime_list, default=DEFAULT_CHECKED, metavar="NAME[,NAME...]",
                    help="comma-separated runtimes to check against the reference, from: "
@@ -294,14 +394,38 @@ def main(argv=None):
         return EXIT_USAGE
     try:
         return args.func(args) or 0
+    except BrokenPipeError:
+        # the reader went away (`skinflint predict ... | head`): stop quietly, and keep Python's
+        # final flush of stdout from failing again
+        _silence_stdout()
+        return 141   # 128 + SIGPIPE, as a shell reports a command ended by a closed pipe
+    except KeyboardInterrupt:
+        return _interrupted()
+    except SystemError as e:
+        # Ctrl-C inside a numba kernel surfaces as a SystemError with the interrupt attached
+        if isinstance(e.__cause__ or e.__context__, KeyboardInterrupt):
+            return _interrupted()
+        raise
     except (CLIError, IRError, ValueError, FileNotFoundError, ImportError, RuntimeError) as e:
-        print(f"skinflint: error: {e}", file=sys.stderr)
+        print(f"skinflint: error: {_first_line(e)}", file=sys.stderr)
         return 1
     except OSError as e:
-        print(f"skinflint: error: {e.strerror or e}: {getattr(e, 'filename', '')}", file=sys.stderr)
+        where = f"{e.filename}: " if getattr(e, "filename", None) else ""
+        print(f"skinflint: error: {where}{e.strerror or _first_line(e)}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
-        return 130
+
+
+def _interrupted():
+    print("skinflint: interrupted", file=sys.stderr)
+    return 130
+
+
+def _silence_stdout():
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (AttributeError, ValueError, OSError):
+        pass   # stdout is not a file (a test's capture): nothing is flushed at exit
 
 
 if __name__ == "__main__":

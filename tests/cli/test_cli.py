@@ -87,7 +87,10 @@ def test_cost_file_that_does_not_match_the_data(tmp_path, capsys):
     bad.write_text("name,cost,group\nfoo,1,\n")
     assert main(["train", "--data", str(data), "--costs", str(bad), "-o", str(tmp_path / "m.json")]) == 1
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "cost file lists 1 features but the data have 30 columns" in err[0]
+    assert len(err) == 1 and err[0].startswith(f"skinflint: error: {bad}: feature costs do not match the "
+                                                f"columns of {data} by name: only in the costs: ['foo']; "
+                                                f"only in the columns of {data}: ['mean_radius', ")
+    assert err[0].endswith("... (+20)] (1 costs, 30 columns)")
 
 
 def test_unknown_target_and_runtime_are_usage_errors_naming_the_choices(capsys):
