@@ -9,6 +9,7 @@ runtime.
 """
 from __future__ import annotations
 
+import inspect
 import time
 
 import numpy as np
@@ -16,6 +17,7 @@ from sklearn.base import clone, is_regressor
 from sklearn.model_selection import ParameterGrid
 from tqdm.auto import tqdm
 
+from ..metrics import parse_metric
 from ..runtimes.reference import predict
 
 
@@ -25,29 +27,51 @@ def _score(y, pred, regression):
     return float(np.mean(pred == y))
 
 
+def _value(metric, y, pred, scores, group, regression):
+    """The curve's score of one prediction: accuracy / negative MSE (``metric`` None, "accuracy", "neg_mse"),
+    or a ranking metric ("ndcg@5", "p@5", "err@k", ...) of the raw scores over the queries ``group``."""
+    fn, k, ranking = parse_metric(metric or ("neg_mse" if regression else "accuracy"))
+    if not ranking:
+        return _score(y, pred, regression)
+    s = np.asarray(scores)
+    if s.ndim == 2:
+        if s.shape[1] != 1:
+            raise ValueError(f"metric {metric!r}: ranking needs one score per row, the model has {s.shape[1]}")
+        s = s[:, 0]
+    return float(fn(y, s, group, k))
+
+
+def _takes_groups(est) -> bool:
+    return "group" in inspect.signature(est.fit).parameters
+
+
 def _label(estimator, params, label):
     name = label or type(estimator).__name__.replace("Classifier", "").replace("Regressor", "")
     if not params:
         return name
-    return f"{name} ({', '.join(f'{_short(k)}={v:.3g}' if isinstance(v, (int, float)) else f'{_short(k)}={v}' for k, v in params.items())})"
+    shown = (f"{_short(k)}={v:.3g}" if isinstance(v, (int, float)) else f"{_short(k)}={v}" for k, v in params.items())
+    return f"{name} ({', '.join(shown)})"
 
 
 def _short(param):
     return {"cost_tradeoff": "lambda", "threshold": "s"}.get(param, param)
 
 
-def _best_rounds(est, X_val, y_val, regression):
+def _best_rounds(est, X_val, y_val, regression, metric=None, group_val=None):
     """The number of rounds with the best validation score, from the staged
     float32 scores (bit-equal to the IR's prefix sums: tested)."""
     staged = getattr(est, "staged_predict", None)
     if staged is None or not hasattr(est, "n_estimators_"):
         return None
-    val = [_score(y_val, p, regression) for p in staged(X_val)]
+    if metric is not None and parse_metric(metric)[2]:
+        val = [_value(metric, y_val, None, s, group_val, regression) for s in est.staged_decision_function(X_val)]
+    else:
+        val = [_score(y_val, p, regression) for p in staged(X_val)]
     return int(np.argmax(val)) + 1
 
 
 def cost_accuracy_curve(estimator, param_grid, X_train, y_train, X_val, y_val, X_test, y_test, *,
-                        label=None, choose_rounds=True, verbose=1) -> list[dict]:
+                        label=None, choose_rounds=True, verbose=1, metric=None, groups=None) -> list[dict]:
     """One row per point of ``param_grid``.
 
     Parameters
@@ -66,6 +90,18 @@ def cost_accuracy_curve(estimator, param_grid, X_train, y_train, X_val, y_val, X
         regressors).
     verbose : int, default 1
         A progress bar over the grid.
+    metric : str, optional
+        What ``accuracy`` in the rows measures, on validation (choosing rounds)
+        and test: "accuracy" / "neg_mse" (the default for classifiers /
+        regressors), or a ranking metric of the model's raw scores over query
+        groups (``skinflint.metrics.parse_metric``: "ndcg@5", "p@5" with
+        relevance threshold 1, "err@10", ...).
+    groups : tuple (group_train, group_val, group_test), optional
+        Query groups of the three parts (per-row query ids or group sizes;
+        ``skinflint.metrics.query_groups``).  A ranker (an estimator whose
+        ``fit`` takes ``group``) is fitted with ``group_train``; the others
+        ignore it and are ranked by their score (a classifier's margin, a
+        regressor's output).
 
     Returns
     -------
@@ -73,11 +109,15 @@ def cost_accuracy_curve(estimator, param_grid, X_train, y_train, X_val, y_val, X
         ``method`` (label and parameters), ``estimator`` (class name),
         ``params``, ``lam`` (``cost_tradeoff`` where the grid sets it),
         ``n_iterations`` (rounds kept, or None), ``accuracy`` (test; negative
-        MSE for regression), ``mean_cost`` (lazy, per row), ``static_cost``,
+        MSE for regression; ``metric`` when given), ``metric`` (its name),
+        ``mean_cost`` (lazy, per row), ``static_cost``,
         ``n_features``, ``fit_time`` (seconds) and ``model``, the IR model
         all of them come from.
     """
     regression = is_regressor(estimator)
+    if metric is not None:
+        parse_metric(metric)                      # a bad name fails before any fit
+    g_train, g_val, g_test = (None, None, None) if groups is None else groups
     rows = []
     for params in tqdm(list(ParameterGrid(param_grid)), disable=not verbose, desc="cost/accuracy curve",
                        leave=False):
@@ -85,24 +125,31 @@ def cost_accuracy_curve(estimator, param_grid, X_train, y_train, X_val, y_val, X
         if "verbose" in est.get_params():
             est.set_params(verbose=0)
         t0 = time.perf_counter()
-        est.fit(X_train, y_train)
+        if _takes_groups(est):
+            est.fit(X_train, y_train, g_train)
+        else:
+            est.fit(X_train, y_train)
         fit_time = time.perf_counter() - t0
-        rounds = _best_rounds(est, X_val, y_val, regression) if choose_rounds else None
+        rounds = _best_rounds(est, X_val, y_val, regression, metric, g_val) if choose_rounds else None
         model = est.to_ir(rounds) if rounds is not None else est.to_ir()
         rows.append(model_row(model, X_test, y_test, est, params, fit_time, label=label,
-                              n_iterations=rounds if rounds is not None else getattr(est, "n_estimators_", None)))
+                              n_iterations=rounds if rounds is not None else getattr(est, "n_estimators_", None),
+                              metric=metric, group_test=g_test))
     return rows
 
 
-def model_row(model, X_test, y_test, est, params, fit_time, *, label=None, n_iterations=None) -> dict:
+def model_row(model, X_test, y_test, est, params, fit_time, *, label=None, n_iterations=None, metric=None,
+              group_test=None) -> dict:
     """One row of ``cost_accuracy_curve`` (its Returns section) for
-    ``model``, exported from the fitted ``est`` at ``params``: test score,
+    ``model``, exported from the fitted ``est`` at ``params``: test score
+    (``metric``, over the queries ``group_test`` for a ranking metric),
     mean lazy cost and static cost on the reference runtime."""
     regression = is_regressor(est)
     p = predict(model, X_test)
     return dict(method=_label(est, params, label), estimator=type(est).__name__, params=params,
                 lam=float(est.get_params().get("cost_tradeoff") or 0.0), n_iterations=n_iterations,
-                accuracy=_score(y_test, p.output, regression), mean_cost=float(p.cost.mean()),
+                accuracy=_value(metric, y_test, p.output, p.scores, group_test, regression),
+                metric=metric or ("neg_mse" if regression else "accuracy"), mean_cost=float(p.cost.mean()),
                 static_cost=model.static_cost(), n_features=int(len(model.features_used())),
                 fit_time=fit_time, model=model)
 

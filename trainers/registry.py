@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from .anytime.afr import AFRClassifier
 from .boosting.early_exit import EarlyExitClassifier
 from .boosting.greedy_miser import GreedyMiserClassifier, GreedyMiserRegressor
+from .boosting.ranker import EarlyExitRanker, GreedyMiserRanker
 from .cascades.cronus import CronusClassifier, CSCCClassifier
 from .kernels.cvm import CVMClassifier, LARSSVMClassifier
 from .kernels.kernel_svm import KernelSVMClassifier
@@ -56,6 +57,15 @@ class TrainerSpec:
     anytime : bool
         One model answers at every budget (AFR): its curve is the exported
         model run under a range of per-row budgets, not a parameter grid.
+    ranker : type or None
+        The estimator that fits query groups (``fit(X, y, group)``, scores
+        ranked by NDCG@5), for trainers that rank.
+    on_ranking : str or None
+        How the papers ran the trainer on ranked data (docs/ranking.md):
+        "ranker" (its ``ranker`` class), "regression" (a regressor on the
+        relevance label, ranked by its output: CSTC, ASTC), "binary" (a
+        classifier of relevance >= 3 ranked by its margin, scored by P@5:
+        Cronus, CSCC, AFR), or None (not run on ranked data).
     """
     name: str
     label: str
@@ -68,6 +78,8 @@ class TrainerSpec:
     choose_rounds: bool = True
     cost_power: int = 0
     anytime: bool = False
+    ranker: type | None = None
+    on_ranking: str | None = None
 
     def scaled_grid(self, mean_cost: float = 1.0) -> tuple:
         """The grid for features of mean cost ``mean_cost``."""
@@ -85,7 +97,9 @@ class TrainerSpec:
         Parameters the estimator does not have are dropped, so one set of
         common settings (``n_estimators``, ``feature_costs``, ...) serves
         every trainer."""
-        cls = self.classifier if task == "classification" else self.regressor
+        if task not in ("classification", "regression", "ranking"):
+            raise ValueError(f"task must be 'classification', 'regression' or 'ranking', got {task!r}")
+        cls = {"classification": self.classifier, "regression": self.regressor, "ranking": self.ranker}[task]
         if cls is None:
             raise ValueError(f"trainer {self.name!r} has no {task} estimator")
         own = cls._get_param_names()
@@ -101,30 +115,33 @@ _FAST_TREES = dict(n_estimators=10, max_depth=3, min_samples_leaf=5, verbose=0, 
 
 TRAINERS = {s.name: s for s in [
     TrainerSpec("gbrt", "GBRT", GreedyMiserClassifier, GreedyMiserRegressor, "cost_tradeoff",
-                (0.0,), fixed=dict(cost_tradeoff=0.0), test_params=_FAST_TREES),
+                (0.0,), fixed=dict(cost_tradeoff=0.0), test_params=_FAST_TREES,
+                ranker=GreedyMiserRanker, on_ranking="ranker"),
     TrainerSpec("greedy-miser", "Greedy Miser", GreedyMiserClassifier, GreedyMiserRegressor,
                 "cost_tradeoff", (1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2), test_params=_FAST_TREES,
-                cost_power=-1),
+                cost_power=-1, ranker=GreedyMiserRanker, on_ranking="ranker"),
     # thesis §2.1.4's "stage-wise regression feature subsets": GBRT on the
     # features costing at most the threshold (grid in Yahoo's cost values)
     TrainerSpec("feature-subset", "Feature-subset GBRT", GreedyMiserClassifier, GreedyMiserRegressor,
                 "max_feature_cost", (5.0, 20.0, 50.0), fixed=dict(cost_tradeoff=0.0),
-                test_params=_FAST_TREES),
+                test_params=_FAST_TREES, ranker=GreedyMiserRanker, on_ranking="ranker"),
+    # the ranker's s is in score units of a LambdaMART model, the classifier's in margins
     TrainerSpec("early-exit", "Early Exit", EarlyExitClassifier, None, "threshold",
-                (0.5, 1.0, 2.0, 4.0), test_params=dict(_FAST_TREES, exit_every=3), choose_rounds=False),
+                (0.5, 1.0, 2.0, 4.0), test_params=dict(_FAST_TREES, exit_every=3), choose_rounds=False,
+                ranker=EarlyExitRanker, on_ranking="ranker"),
     TrainerSpec("cronus", "Cronus", CronusClassifier, None, "cost_tradeoff", _CASCADE_GRID,
-                test_params=_CASCADE_TEST, choose_rounds=False, cost_power=-1),
+                test_params=_CASCADE_TEST, choose_rounds=False, cost_power=-1, on_ranking="binary"),
     TrainerSpec("cscc", "CSCC", CSCCClassifier, None, "cost_tradeoff", _CASCADE_GRID,
-                test_params=_CASCADE_TEST, choose_rounds=False, cost_power=-1),
+                test_params=_CASCADE_TEST, choose_rounds=False, cost_power=-1, on_ranking="binary"),
     TrainerSpec("cstc", "CSTC", CSTCClassifier, CSTCRegressor, "cost_tradeoff",
                 (0.04, 0.02, 0.01, 0.005, 0.0025),
                 test_params=dict(max_depth=2, max_cycles=2, cost_reweight_rounds=1), choose_rounds=False,
-                cost_power=-1),
+                cost_power=-1, on_ranking="regression"),
     TrainerSpec("astc", "ASTC", ASTCClassifier, ASTCRegressor, "budget", (1.0, 2.0, 4.0, 8.0, 16.0, 32.0),
-                test_params=dict(max_depth=2), choose_rounds=False, cost_power=1),
+                test_params=dict(max_depth=2), choose_rounds=False, cost_power=1, on_ranking="regression"),
     # AFR is one anytime model: its own curve is AFRClassifier.anytime_curve
     TrainerSpec("afr", "AFR", AFRClassifier, None, "lambda0", (0.1,), choose_rounds=False,
-                cost_power=-1, anytime=True,
+                cost_power=-1, anytime=True, on_ranking="binary",
                 test_params=dict(dims_per_block=2, trees_per_dim=3, n_blocks=2, min_samples_leaf=2,
                                  random_state=0)),
     TrainerSpec("linear-svm", "Linear SVM", LinearSVMClassifier, None, "C", (0.01, 0.1, 1.0, 10.0),
@@ -153,3 +170,6 @@ def _distinct_classes():
 
 # estimator class -> the first spec that names it (the conformance suite tests each class once)
 ESTIMATORS = _distinct_classes()
+
+# trainer name -> spec, for the trainers the papers ran on ranked data (docs/ranking.md)
+RANKING = {name: s for name, s in TRAINERS.items() if s.on_ranking is not None}

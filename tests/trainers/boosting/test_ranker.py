@@ -243,3 +243,43 @@ def test_early_exit_regroups_non_contiguous_queries(ltr, early_exit):
     # breaks ties, and these scores have none at the k-th place
     np.testing.assert_array_equal(b.n_trees, a.n_trees[perm])
     np.testing.assert_array_equal(b.cost, a.cost[perm])
+
+
+# ---------------------------------------------------------------- curves and registry
+
+def test_cost_accuracy_curve_with_ranking_metrics(ltr):
+    from skinflint.metrics import precision_at_k
+    from skinflint.trainers import GreedyMiserClassifier, cost_accuracy_curve
+    ds, tr, va, te = ltr
+    groups = (tr.qid, va.qid, te.qid)
+    proto = GreedyMiserRanker(feature_costs=ds.feature_costs, **dict(FAST, n_estimators=10))
+    rows = cost_accuracy_curve(proto, {"cost_tradeoff": [0.0, 0.3]}, tr.X, tr.y, va.X, va.y, te.X, te.y,
+                               metric="ndcg@5", groups=groups, verbose=0)
+    for row in rows:
+        assert row["metric"] == "ndcg@5"
+        assert row["accuracy"] == ndcg(te.y, predict(row["model"], te.X).scores[:, 0], te.qid)
+    assert rows[1]["mean_cost"] < rows[0]["mean_cost"]
+    # the rounds kept are the best validation NDCG@5 of the refitted model's prefixes
+    est = clone(proto).set_params(cost_tradeoff=0.0).fit(tr.X, tr.y, tr.qid)
+    val = [ndcg(va.y, predict(est.to_ir(n), va.X).scores[:, 0], va.qid) for n in range(1, 11)]
+    assert rows[0]["n_iterations"] == int(np.argmax(val)) + 1
+    # the skewed binary task (relevance >= 3) ranked by a classifier's margin, scored by P@5
+    yb = (ds.y >= 3).astype(int)
+    ytr, yva, yte = (tr.y >= 3).astype(int), (va.y >= 3).astype(int), (te.y >= 3).astype(int)
+    assert 0 < yb.mean() < 0.1
+    clf = GreedyMiserClassifier(**dict(FAST, n_estimators=8))
+    (row,) = cost_accuracy_curve(clf, {"cost_tradeoff": [0.0]}, tr.X, ytr, va.X, yva, te.X, yte, metric="p@5",
+                                 groups=groups, verbose=0)
+    assert row["accuracy"] == precision_at_k(yte, predict(row["model"], te.X).scores[:, 0], te.qid, 5)
+    with pytest.raises(ValueError, match="unknown metric"):
+        cost_accuracy_curve(clf, {"cost_tradeoff": [0.0]}, tr.X, ytr, va.X, yva, te.X, yte, metric="ndcg")
+
+
+def test_registry_knows_the_rankers():
+    from skinflint.trainers.registry import RANKING, TRAINERS
+    assert TRAINERS["greedy-miser"].estimator("ranking", n_estimators=3).__class__ is GreedyMiserRanker
+    assert TRAINERS["early-exit"].ranker is EarlyExitRanker
+    assert {n for n, s in RANKING.items() if s.on_ranking == "binary"} == {"cronus", "cscc", "afr"}
+    assert {n for n, s in RANKING.items() if s.on_ranking == "regression"} == {"cstc", "astc"}
+    with pytest.raises(ValueError, match="has no ranking estimator"):
+        TRAINERS["svm"].estimator("ranking")
