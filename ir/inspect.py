@@ -39,6 +39,8 @@ def describe_node(model, i) -> str:
                  + (f", float64 sum / {n.divisor:g}" if n.is_float64 else "")]
         show = range(n.n_trees) if n.n_trees <= 10 else list(range(5)) + [n.n_trees - 1]
         for t in show:
+            if t == n.n_trees - 1 and n.n_trees > 10:
+                lines.append(f"      ... trees 5-{n.n_trees - 2} not shown")
             lines.append(f"      tree {t}: depth {depth[t]}, features {{{_names(model, per[t])}}}")
         return "\n".join(lines)
     if isinstance(n, LinearNode):

@@ -1,16 +1,23 @@
-"""skinflint: test-time-budgeted machine learning, compiled to ONNX and C."""
+"""skinflint: test-time-budgeted machine learning, compiled to ONNX and C.
+
+The top-level namespace is what the API reference documents (docs/api/):
+``FeatureCosts``, the estimators, ``load``/``save``/``Model``, ``predict``
+and ``ReferenceRuntime``, ``verify``, the compilers, ``OnnxRuntime`` and the
+importers.  ``skinflint.verify`` is the function; the parity harness's
+module stays importable by path (``from skinflint.verify import compare``).
+"""
 __version__ = "0.1.0"
 
 from . import ir  # noqa: E402  (the subpackages are installed beside this one)
-from .ir import IRError, Model, load, save  # noqa: E402
+from .ir import FeatureCosts, IRError, Model, load, save  # noqa: E402
 from .runtimes.reference import ReferenceRuntime, predict  # noqa: E402
+from .verify import verify  # noqa: E402  (the function shadows the module as an attribute, on purpose)
 
 # Imported on first use, so `import skinflint` stays light (PEP 562).
 _LAZY = {
     "compile_onnx": ("skinflint.compilers.onnx", "compile_onnx"),
     "compile_c": ("skinflint.compilers.c", "compile_c"),
     "OnnxRuntime": ("skinflint.runtimes.onnx", "OnnxRuntime"),
-    "verify": ("skinflint.verify", "verify"),
     "from_lightgbm": ("skinflint.importers", "from_lightgbm"),
     "from_xgboost": ("skinflint.importers", "from_xgboost"),
     "from_sklearn": ("skinflint.importers", "from_sklearn"),
@@ -42,5 +49,10 @@ def __getattr__(name):
     raise AttributeError(f"module 'skinflint' has no attribute {name!r}")
 
 
-__all__ = ["ir", "IRError", "Model", "load", "save", "ReferenceRuntime", "predict", "__version__",
-           *_LAZY]
+def __dir__():
+    # the lazy names too, so dir(skinflint) and tab completion list the estimators
+    return sorted({*globals(), *_LAZY})
+
+
+__all__ = ["ir", "IRError", "FeatureCosts", "Model", "load", "save", "ReferenceRuntime", "predict", "verify",
+           "__version__", *_LAZY]

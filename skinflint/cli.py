@@ -217,9 +217,11 @@ def cmd_import(args):
             m = importer(args.model, costs, raw_margin=args.raw_margin, by_position=args.by_position)
     except Exception as e:
         # LightGBM's and XGBoost's own errors carry C++ backtraces: one line of them
-        if not _from_source_library(e):
-            raise
-        raise CLIError(f"{args.model}: {args.source} could not read it: {_first_line(e)}") from None
+        if _from_source_library(e):
+            raise CLIError(f"{args.model}: {args.source} could not read it: {_first_line(e)}") from None
+        if isinstance(e, ValueError) and not str(e).startswith(args.model):
+            raise CLIError(f"{args.model}: {_first_line(e)}") from None
+        raise
     save(m, args.output)
     n = m.nodes[0]
     print(f"{args.output}: {n.n_trees} trees, {m.n_features} features, static cost {m.static_cost():.6g}; "
@@ -386,6 +388,16 @@ def build_parser():
 
 
 def main(argv=None):
+    """Run one command; returns the exit status.  Ctrl-C anywhere (loading,
+    training, writing) ends with one line and status 130; a model being
+    written is never left half-written (``ir.save``)."""
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        return _interrupted()
+
+
+def _main(argv):
     from .ir import IRError
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -399,8 +411,6 @@ def main(argv=None):
         # final flush of stdout from failing again
         _silence_stdout()
         return 141   # 128 + SIGPIPE, as a shell reports a command ended by a closed pipe
-    except KeyboardInterrupt:
-        return _interrupted()
     except SystemError as e:
         # Ctrl-C inside a numba kernel surfaces as a SystemError with the interrupt attached
         if isinstance(e.__cause__ or e.__context__, KeyboardInterrupt):

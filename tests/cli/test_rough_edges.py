@@ -1,0 +1,231 @@
+"""Issue 32 item 3: each rough edge a new user hit, fixed, each with a test."""
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+import skinflint
+from skinflint import ir
+from skinflint.cli import main
+from tests.conftest import EXAMPLES, REPO
+
+TREES = os.path.join(EXAMPLES, "trees.json")
+CLI = [sys.executable, "-m", "skinflint"]
+
+
+def _one_line(capsys):
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "Traceback" not in err[0], err
+    return err[0]
+
+
+def _training_csv(path, n=300, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 3))
+    y = (X[:, 0] + X[:, 2] > 0).astype(int)
+    np.savetxt(path, np.c_[X, y], delimiter=",", header="a,b,c,label", comments="", fmt="%.6g")
+    return path
+
+
+def test_a_broken_pipe_exits_quietly(tmp_path):
+    rows = tmp_path / "rows.csv"
+    np.savetxt(rows, np.random.default_rng(0).normal(size=(20000, 3)), delimiter=",", fmt="%.4f")
+    p = subprocess.Popen([*CLI, "predict", TREES, "--data", str(rows)], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE)
+    assert p.stdout.readline() == b"row,output,cost,stage\n"
+    p.stdout.close()   # what `| head -1` does: ~400 KB more output meets a closed pipe
+    err = p.stderr.read().decode()
+    assert p.wait(timeout=120) == 141 and err == ""
+
+
+@pytest.mark.parametrize("content, words", [
+    (None, "cannot read: No such file or directory"),
+    ("{\"format\": \"skinflint-ir\", \"vers", "not valid JSON"),
+    ("", "not valid JSON"),
+])
+def test_every_model_file_error_names_the_path(tmp_path, capsys, content, words):
+    path = tmp_path / "m.json"
+    if content is not None:
+        path.write_text(content)
+    assert main(["inspect", str(path)]) == 1
+    line = _one_line(capsys)
+    assert line.startswith(f"skinflint: error: {path}: ") and words in line
+
+
+def test_a_folder_as_model_names_it(tmp_path, capsys):
+    assert main(["inspect", str(tmp_path)]) == 1
+    assert _one_line(capsys) == f"skinflint: error: {tmp_path}: cannot read: Is a directory"
+
+
+def _foreign_files(tmp_path):
+    """Real files of each foreign kind, written by their own libraries."""
+    import onnx
+    from skinflint.compilers.onnx import compile_onnx
+    files = {}
+    files["onnx"] = tmp_path / "m.onnx"
+    onnx.save(compile_onnx(ir.load(TREES)), str(files["onnx"]))
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(100, 3)), rng.normal(size=100)
+    lgb = pytest.importorskip("lightgbm")
+    files["lightgbm"] = tmp_path / "m.txt"
+    lgb.train({"objective": "regression", "verbose": -1, "num_threads": 1}, lgb.Dataset(X, y),
+              2).save_model(str(files["lightgbm"]))
+    xgb = pytest.importorskip("xgboost")
+    b = xgb.train({"max_depth": 2, "nthread": 1}, xgb.DMatrix(X, label=y), 2)
+    for kind in ("json", "ubj"):
+        files[f"xgboost-{kind}"] = tmp_path / f"m.{kind}"
+        b.save_model(str(files[f"xgboost-{kind}"]))
+    return files
+
+
+def test_foreign_model_files_are_recognised_and_named(tmp_path, capsys):
+    files = _foreign_files(tmp_path)
+    said = {"onnx": "this is an ONNX model, not a skinflint model",
+            "lightgbm": "this is a LightGBM text model, not a skinflint model; import it: skinflint "
+                        "import FILE --from lightgbm",
+            "xgboost-json": "this is an XGBoost model, not a skinflint model; import it: skinflint "
+                            "import FILE --from xgboost",
+            "xgboost-ubj": "this is an XGBoost model, not a skinflint model"}
+    for kind, path in files.items():
+        assert main(["inspect", str(path)]) == 1
+        line = _one_line(capsys)
+        assert line.startswith(f"skinflint: error: {path}: {said[kind]}"), line
+    # imported with the wrong --from: named, with the right one
+    assert main(["import", str(files["lightgbm"]), "--from", "xgboost", "-o", str(tmp_path / "o.json")]) == 1
+    assert _one_line(capsys) == (f"skinflint: error: {files['lightgbm']}: this is a LightGBM text model, "
+                                 "not a xgboost model; use --from lightgbm")
+    assert main(["import", str(files["xgboost-ubj"]), "--from", "lightgbm", "-o",
+                 str(tmp_path / "o.json")]) == 1
+    assert "use --from xgboost" in _one_line(capsys)
+    assert not (tmp_path / "o.json").exists()
+
+
+def test_a_source_library_crash_is_one_line(tmp_path, capsys, monkeypatch):
+    xgb = pytest.importorskip("xgboost")
+    import skinflint.importers
+
+    def crash(*a, **k):
+        raise xgb.core.XGBoostError("[21:00:00] /workspace/src/learner.cc:901: Check failed: header == "
+                                    "serialisation_header_\nStack trace:\n  [bt] (0) libxgboost.so(+0x1)")
+    monkeypatch.setattr(skinflint.importers, "from_xgboost", crash)
+    src = tmp_path / "m.json"
+    src.write_text("{}")
+    assert main(["import", str(src), "--from", "xgboost", "-o", str(tmp_path / "o.json")]) == 1
+    assert _one_line(capsys) == (f"skinflint: error: {src}: xgboost could not read it: [21:00:00] "
+                                 "/workspace/src/learner.cc:901: Check failed: header == serialisation_header_")
+
+
+def test_importer_errors_name_the_file(tmp_path, capsys):
+    src = tmp_path / "m.txt"
+    src.write_bytes(os.urandom(64).replace(b"{", b"(").replace(b"\x08", b"\x09"))
+    assert main(["import", str(src), "--from", "lightgbm", "-o", str(tmp_path / "o.json")]) == 1
+    assert _one_line(capsys).startswith(f"skinflint: error: {src}: ")
+
+
+@pytest.mark.parametrize("where", ["missing folder", "a folder"])
+def test_train_output_problems_are_named_before_training_and_leave_nothing(tmp_path, capsys, where):
+    data = _training_csv(tmp_path / "d.csv")
+    out = tmp_path / "nope" / "m.json" if where == "missing folder" else tmp_path / "adir"
+    if where == "a folder":
+        out.mkdir()
+    before = sorted(os.listdir(tmp_path))
+    assert main(["train", "--data", str(data), "--trees", "3", "-o", str(out)]) == 1
+    line = _one_line(capsys)
+    assert line.startswith(f"skinflint: error: {out}: ") and ".tmp" not in line
+    assert sorted(os.listdir(tmp_path)) == before
+    if where == "a folder":
+        assert os.listdir(out) == []
+
+
+def test_save_interrupted_while_writing_leaves_no_file(tmp_path, monkeypatch):
+    import builtins
+    model = ir.load(TREES)
+    real_open = builtins.open
+
+    class Interrupting:
+        def __init__(self, fh):
+            self.fh = fh
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.fh.close()
+
+        def write(self, text):
+            self.fh.write(text[:10])
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(builtins, "open", lambda p, *a, **k: Interrupting(real_open(p, *a, **k)))
+    with pytest.raises(KeyboardInterrupt):
+        ir.save(model, tmp_path / "m.json")
+    monkeypatch.undo()
+    assert os.listdir(tmp_path) == []
+
+
+def test_ctrl_c_during_training_ends_with_one_line_and_no_output(tmp_path):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(20000, 20))
+    data = tmp_path / "big.csv"
+    np.savetxt(data, np.c_[X, X[:, 0] > 0], delimiter=",", fmt="%.5g")
+    out = tmp_path / "m.json"
+    p = subprocess.Popen([*CLI, "train", "--data", str(data), "--trees", "100000", "-o", str(out)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    time.sleep(8)   # importing, reading or training: each must end the same way
+    p.send_signal(signal.SIGINT)
+    stdout, stderr = p.communicate(timeout=120)
+    assert p.returncode == 130, stderr.decode()[-2000:]
+    assert stderr.decode().strip().splitlines()[-1:] == ["skinflint: interrupted"]
+    assert "Traceback" not in stderr.decode() and "SystemError" not in stderr.decode()
+    assert stdout == b"" and sorted(os.listdir(tmp_path)) == ["big.csv"]
+
+
+def test_inspect_shows_where_it_skips_trees(tmp_path, capsys):
+    bank = ir.concat_trees([{"feature": np.array([0, -1, -1]), "threshold": np.array([0.0, 0, 0]),
+                             "left": np.array([1, -1, -1]), "right": np.array([2, -1, -1]),
+                             "value": np.array([[0.0], [1.0], [2.0]])}] * 100)
+    model = ir.model(ir.FeatureCosts.uniform(1).features(), [bank], 0, task=ir.regression_task())
+    text = ir.inspect(model)
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip().startswith(("tree ", "..."))]
+    assert lines[4].startswith("tree 4:") and lines[5] == "... trees 5-98 not shown"
+    assert lines[6].startswith("tree 99:") and len(lines) == 7
+
+
+def test_plot_help_documents_every_option(capsys):
+    with pytest.raises(SystemExit):
+        main(["plot", "--help"])
+    out = capsys.readouterr().out
+    for words in ("costs: a model's mean cost per row by feature", "separated by commas",
+                  "--trees TREES", "boosting rounds", "the PNG file to write", "feature-cost CSV"):
+        assert words in " ".join(out.split()), words
+
+
+def test_lambdas_that_are_not_numbers_say_commas(tmp_path, capsys):
+    data = _training_csv(tmp_path / "d.csv")
+    assert main(["plot", "curve", "--data", str(data), "--lambdas", "0 1e-3", "-o",
+                 str(tmp_path / "p.png")]) == 1
+    assert "expected numbers separated by commas" in _one_line(capsys)
+
+
+def test_the_namespace_lists_what_the_api_reference_documents():
+    text = open(os.path.join(REPO, "docs", "api", "toplevel.rst")).read()
+    documented = {n for n in skinflint.__all__ if n != "__version__"}
+    for name in documented:
+        assert f"``{name}``" in text, name
+    listed = set(dir(skinflint))
+    assert documented <= listed
+    assert {"GreedyMiserClassifier", "CSTCRegressor", "FeatureCosts", "verify"} <= listed
+
+
+def test_verify_and_feature_costs_at_the_top_and_the_harness_module_by_path():
+    from skinflint import FeatureCosts, verify
+    from skinflint.verify import ParityReport, compare
+    assert callable(verify) and verify.__module__ == "skinflint.verify"
+    assert FeatureCosts is ir.FeatureCosts
+    assert callable(compare) and sys.modules["skinflint.verify"].ParityReport is ParityReport
+    report = skinflint.verify(ir.load(TREES), np.zeros((2, 3), np.float32), runtimes=(), adversarial=False)
+    assert report.ok
