@@ -17,7 +17,9 @@ the skinflint IR (thresholds rounded down to float32, which is exact for
 float32 inputs) and to tl2cgen through treelite.  One C harness times both
 per row, so no FFI overhead is measured.  Also reported: codegen + compile
 time at 100 and 1000 trees, Cortex-M4 object size and flash bytes per tree
-node, and the Python-level reference (numba) throughput.
+node, and the Python-level reference (numba) throughput.  C is timed three ways: the
+blocked batch walk (``sfm_predict_batch``), the per-row dense API and the
+on-demand API.
 
 ONNX: the same trees through onnxruntime as skinflint's exact graph (scores,
 per-row cost, stage, features used, budget input) and fast graph (one summed
@@ -52,10 +54,17 @@ int main(int argc, char **argv) {
     FILE *fh = fopen(argv[1], "rb");
     if (fread(X, sizeof(float), n * F, fh) != (size_t)(n * F)) return 1;
     fclose(fh);
-    sfm_result res; sfm_workspace ws; src s; double t0, chk = 0, out[1];
+    sfm_result res, *outs = malloc(sizeof(sfm_result) * n);
+    sfm_workspace ws; src s; double t0, chk = 0, out[1];
     t0 = now();
     for (r = 0; r < reps; ++r) for (i = 0; i < n; ++i) { sfm_predict(X + i * F, &res); chk += res.scores[0]; }
     printf("dense %.3f\n", (now() - t0) / (n * reps) * 1e9);
+    t0 = now();
+    for (r = 0; r < reps; ++r) {
+        sfm_predict_batch(X, (int32_t)n, 0, outs);
+        for (i = 0; i < n; ++i) chk += outs[i].scores[0];
+    }
+    printf("batch %.3f\n", (now() - t0) / (n * reps) * 1e9);
     t0 = now();
     for (r = 0; r < reps; ++r) for (i = 0; i < n; ++i) { s.row = X + i * F; sfm_predict_lazy(fetch, &s, 1e300, &ws, &res); chk += res.scores[0]; }
     printf("lazy %.3f\n", (now() - t0) / (n * reps) * 1e9);
@@ -143,12 +152,18 @@ int main(int argc, char **argv) {
     long n = atol(argv[2]), F = SFM_N_FEATURES, i, reps = atol(argv[3]), r;
     float *X = malloc(sizeof(float) * n * F);
     FILE *fh = fopen(argv[1], "rb");
-    sfm_result res; sfm_workspace ws; src s; double t0, chk = 0;
+    sfm_result res, *outs = malloc(sizeof(sfm_result) * n); sfm_workspace ws; src s; double t0, chk = 0;
     if (fread(X, sizeof(float), n * F, fh) != (size_t)(n * F)) return 1;
     fclose(fh);
     t0 = now();
     for (r = 0; r < reps; ++r) for (i = 0; i < n; ++i) { sfm_predict(X + i * F, &res); chk += res.scores[0]; }
     printf("dense %.3f\n", (now() - t0) / (n * reps) * 1e9);
+    t0 = now();
+    for (r = 0; r < reps; ++r) {
+        sfm_predict_batch(X, (int32_t)n, 0, outs);
+        for (i = 0; i < n; ++i) chk += outs[i].scores[0];
+    }
+    printf("batch %.3f\n", (now() - t0) / (n * reps) * 1e9);
     t0 = now();
     for (r = 0; r < reps; ++r) for (i = 0; i < n; ++i) { s.row = X + i * F; sfm_predict_lazy(fetch, &s, 1e300, &ws, &res); chk += res.scores[0]; }
     printf("lazy %.3f\n", (now() - t0) / (n * reps) * 1e9);
@@ -247,8 +262,9 @@ def compare_artifacts(old_dir, n_rows, rounds=6):
                         k, v = line.split()
                         best[(k, tag)] = min(best.get((k, tag), np.inf), float(v))
             print(f"{T} trees, {n_rows} rows, CPU ns per row, one thread (best of {rounds} interleaved rounds):")
-            for k in ("onnx", "dense", "lazy"):
-                label = {"onnx": "ONNX exact (batch)", "dense": "C dense", "lazy": "C on-demand"}[k]
+            for k in ("onnx", "dense", "lazy", "batch"):
+                label = {"onnx": "ONNX exact (batch)", "dense": "C dense", "lazy": "C on-demand",
+                         "batch": "C batch"}[k]
                 o, n = best[(k, "old")], best[(k, "new")]
                 print(f"  {label:<20} old {o:9.1f}  new {n:9.1f}  new/old {n / o:5.3f}")
 
@@ -283,14 +299,44 @@ def main():
             bench_c(clf.booster_, model, X, T, args.rows)
 
 
+def m4_flash(c_file, work):
+    """Flash bytes (text + data) of the generated C for a Cortex-M4F at -Os,
+    or None without arm-none-eabi-gcc."""
+    arm = shutil.which("arm-none-eabi-gcc")
+    if not arm:
+        return None
+    from skinflint.compilers.c import C_FLAGS
+    flags = ["-Os", "-mcpu=cortex-m4", "-mthumb", "-mfloat-abi=hard", "-mfpu=fpv4-sp-d16"]
+    subprocess.run([arm, *C_FLAGS, *flags, "-c", "-o", f"{work}/m4.o", c_file], check=True)
+    sz = subprocess.run(["arm-none-eabi-size", f"{work}/m4.o"], capture_output=True, text=True).stdout
+    text, data = sz.splitlines()[1].split()[:2]
+    return int(text) + int(data)
+
+
+def float32_twin(model):
+    """The model with its (float64, LightGBM's) leaves rounded to float32:
+    the size of the same trees when float32 leaves are enough."""
+    from dataclasses import replace
+
+    from skinflint import ir
+    from skinflint.ir.arrays import frozen
+    nodes = [replace(n, value=frozen(np.asarray(n.value, np.float32)),
+                     base_score=frozen(np.asarray(n.base_score / n.divisor, np.float32)), precision="float32",
+                     divisor=1.0) if n.kind == "trees" else n for n in model.nodes]
+    return ir.model(model.features, nodes, model.output, task=model.task, groups=model.groups)
+
+
 def bench_c(booster, model, X, T, n_rows):
+    """Per-row, batch and on-demand C against tl2cgen's C for the same
+    trees (one harness, no FFI), the batch through Python against the
+    numba reference, and flash per split node on a Cortex-M4."""
     import tl2cgen
     import treelite
     from skinflint.compilers.c import C_FLAGS, compile_c
     from skinflint.runtimes.c import CRuntime
     from skinflint.runtimes.reference import ReferenceRuntime
-    arm = shutil.which("arm-none-eabi-gcc")
-    n_nodes = model.nodes[0].feature.shape[0]
+    bank = model.nodes[0]
+    n_nodes, n_splits = bank.feature.shape[0], int((bank.feature >= 0).sum())
     lg = booster.predict(X, raw_score=True)
     ours = ReferenceRuntime(model).predict(X).scores[:, 0]
     agree = np.max(np.abs(lg - ours))
@@ -310,30 +356,32 @@ def bench_c(booster, model, X, T, n_rows):
         reps = 5 if T == 100 else 1
         out = subprocess.run([f"{work}/bench", f"{work}/X.bin", str(n_rows), str(reps)],
                              capture_output=True, text=True, check=True).stdout
-        ns = dict(line.split() for line in out.strip().splitlines())
-        sizes = ""
-        if arm:
-            flags = ["-Os", "-mcpu=cortex-m4", "-mthumb", "-mfloat-abi=hard", "-mfpu=fpv4-sp-d16"]
-            subprocess.run([arm, *C_FLAGS, *flags, "-c", "-o", f"{work}/m4.o", f"{work}/sfm.c"], check=True)
-            sz = subprocess.run(["arm-none-eabi-size", f"{work}/m4.o"], capture_output=True,
-                                text=True).stdout.splitlines()[1].split()
-            flash = int(sz[0]) + int(sz[1])
-            sizes = f"Cortex-M4 -Os: {flash} bytes flash, {flash / n_nodes:.1f} bytes per tree node"
+        ns = {k: float(v) for k, v in (line.split() for line in out.strip().splitlines())}
+        flash = m4_flash(f"{work}/sfm.c", work)
+        compile_c(float32_twin(model), f"{work}/f32", prefix="sfm")
+        flash32 = m4_flash(f"{work}/f32/sfm.c", work)
     rt = CRuntime(model)
+    rt.predict(X[:16])
     _, t_batch = timed(lambda: rt.predict(X))
     ref = ReferenceRuntime(model)
+    ref.predict(X[:16])
     _, t_ref = timed(lambda: ref.predict(X))
-    print(f"  C, times per row in ns; |LightGBM - skinflint| max {agree:.2e} (float32 leaves)")
-    print(f"  C per row: dense {float(ns['dense']):.0f}, on-demand {float(ns['lazy']):.0f}, "
-          f"tl2cgen {float(ns['tl2cgen']):.0f}  -> dense / tl2cgen = "
-          f"{float(ns['dense']) / float(ns['tl2cgen']):.2f}x")
+    tl_ns = ns["tl2cgen"]
+    print(f"  C, ns per row (per tree and row); |LightGBM - skinflint| max {agree:.2e}")
+    for k, label in (("batch", "batch (blocked walk)"), ("dense", "per row"), ("lazy", "on-demand"),
+                     ("tl2cgen", "tl2cgen")):
+        print(f"    {label:<22} {ns[k]:>10.0f} ns ({ns[k] / T:6.1f} per tree)  {ns[k] / tl_ns:5.2f}x tl2cgen's time")
     print(f"  codegen + compile (gcc -O2): skinflint {t_gen:.2f} + {t_cc:.2f} = {t_gen + t_cc:.2f} s; "
           f"tl2cgen {t_tlgen:.2f} + {t_tlcc:.2f} = {t_tlgen + t_tlcc:.2f} s")
     print(f"  batch through Python: C (ctypes) {n_rows / t_batch:,.0f} rows/s; "
-          f"reference (numba) {n_rows / t_ref:,.0f} rows/s")
-    if sizes:
-        print(f"  {sizes}")
-
+          f"reference (numba) {n_rows / t_ref:,.0f} rows/s  (C / reference = {t_ref / t_batch:.2f}x the speed)")
+    if flash is None:
+        print("  Cortex-M4 size: arm-none-eabi-gcc not installed")
+    else:
+        print(f"  Cortex-M4F -Os, text + data of the model's object ({n_splits:,} split nodes, {n_nodes:,} nodes):")
+        for label, size in (("float64 leaves (as imported)", flash), ("float32 leaves", flash32)):
+            print(f"    {label:<30} {size:>10,} bytes  {size / n_splits:5.1f} per split node, "
+                  f"{size / n_nodes:5.1f} per node")
 
 if __name__ == "__main__":
     main()

@@ -8,10 +8,11 @@ import ctypes
 
 import numpy as np
 import pytest
+
+from skinflint import ir
 from skinflint.ir.random_model import random_model, with_float64_banks
 from skinflint.runtimes.c import CRuntime
 from skinflint.runtimes.reference import predict
-
 from skinflint.verify import verify
 from tests.conftest import load_example
 
@@ -94,9 +95,8 @@ def test_predict_batch_fills_result_structs_across_blocks():
 
 
 def test_a_trained_ensemble_on_rows_past_one_block():
-    from skinflint.trainers import GreedyMiserClassifier
-
     from skinflint import datasets
+    from skinflint.trainers import GreedyMiserClassifier
     ds = datasets.load_breast_cancer()
     m = GreedyMiserClassifier(n_estimators=30, max_depth=3, cost_tradeoff=1e-3, verbose=0,
                               feature_costs=ds.feature_costs, feature_groups=ds.feature_groups,
@@ -112,3 +112,35 @@ def test_a_trained_ensemble_on_rows_past_one_block():
 def test_rows_api_refuses_a_target():
     with pytest.raises(ValueError, match="host only"):
         CRuntime(load_example("trees"), api="rows", target="aarch64")
+
+
+def _complete_trees(rng, n_trees, depth, n_features):
+    n_inner, n = 2 ** depth - 1, 2 ** (depth + 1) - 1
+    i = np.arange(n)
+    inner = i < n_inner
+    return [dict(feature=np.where(inner, rng.integers(0, n_features, n), -1),
+                 threshold=np.where(inner, rng.normal(size=n), 0.0).astype(np.float32),
+                 left=np.where(inner, 2 * i + 1, -1), right=np.where(inner, 2 * i + 2, -1),
+                 value=rng.normal(size=n).astype(np.float32), missing_left=rng.random(n) < 0.5)
+            for _ in range(n_trees)]
+
+
+@pytest.mark.slow     # two builds of a 66,000-node model: about half a minute
+def test_table_widths_past_8_and_16_bits():
+    """Past 65,536 nodes (32-bit roots), a tree whose child offsets pass 255
+    (16-bit offsets) and 200 features (16-bit feature fields): the narrow
+    types are chosen per model and the results stay exact."""
+    from skinflint.compilers.c import render
+    rng = np.random.default_rng(5)
+    F = 200
+    trees = _complete_trees(rng, 1, 9, F) + _complete_trees(rng, 520, 6, F)
+    m = ir.model(ir.features_from_costs(rng.choice([0.5, 1.0, 3.0], F)), [ir.concat_trees(trees)], 0,
+                 task=ir.regression_task())
+    assert m.nodes[0].feature.shape[0] > 65536
+    src = render(m, "sfm")["sfm.c"]
+    for table, ctype in (("tree_root", "uint32_t"), ("tn_off", "uint16_t"), ("tn_fm", "uint16_t")):
+        assert f"static const {ctype} {table}[]" in src, table
+    X, b = _rows_and_budgets(m, n=40)
+    got = CRuntime(m).predict(X, budget=b)
+    _same(got, predict(m, X, b))
+    _same(got, CRuntime(m, api="rows").predict(X, budget=b))
