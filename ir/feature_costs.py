@@ -3,8 +3,9 @@
 Every trainer, the CLI and ``skinflint.datasets`` read feature costs through
 ``FeatureCosts``, so the rules (finite, non-negative, one group per feature,
 every group priced) are checked in one place.  Cost units are the user's
-(milliseconds, joules, index lookups): the IR only adds them up (docs/costs.md).  A group is a descriptor: the first feature fetched from it
-pays the group's cost once, then each feature its own.
+(milliseconds, joules, index lookups): the IR only adds them up
+(docs/costs.md).  A group is a descriptor: the first feature fetched from
+it pays the group's cost once, then each feature its own.
 
 Names are the key wherever names exist (``match_columns``): costs with names
 are matched to the data's column names by name, in Python, on the command
@@ -49,7 +50,7 @@ class FeatureCosts:
     # ------------------------------------------------------------ builders
     @classmethod
     def from_arrays(cls, costs, groups=None, group_costs=None, names=None,
-                    group_names=None) -> "FeatureCosts":
+                    group_names=None) -> FeatureCosts:
         """Validate and build from plain arrays (``groups`` -1 = no group)."""
         c = np.array(costs, np.float64, ndmin=1)
         if c.ndim != 1:
@@ -81,12 +82,12 @@ class FeatureCosts:
         return cls(c, g, gc, names, gnames)
 
     @classmethod
-    def uniform(cls, n_features, cost=1.0) -> "FeatureCosts":
+    def uniform(cls, n_features, cost=1.0) -> FeatureCosts:
         """Every feature costs ``cost``; no groups."""
         return cls.from_arrays(np.full(int(n_features), float(cost)))
 
     @classmethod
-    def from_csv(cls, path) -> "FeatureCosts":
+    def from_csv(cls, path) -> FeatureCosts:
         """Read a cost CSV with header ``name,cost,group``.  A row named
         ``group:G`` sets the cost of group G; ``group`` may be empty.  Groups
         are numbered in sorted name order."""
@@ -124,7 +125,7 @@ class FeatureCosts:
         return cls.from_arrays(costs, groups, [gcost[g] for g in gnames], names, gnames)
 
     @classmethod
-    def from_model(cls, model) -> "FeatureCosts":
+    def from_model(cls, model) -> FeatureCosts:
         """The costs an IR model carries."""
         return cls.from_arrays(model.feature_costs, model.feature_groups,
                                model.group_costs, [f.name for f in model.features],
@@ -147,7 +148,7 @@ class FeatureCosts:
         given without names), which ``match_columns`` matches by position."""
         return self.names != default_names(self.n_features)
 
-    def reordered(self, names) -> "FeatureCosts":
+    def reordered(self, names) -> FeatureCosts:
         """The same costs, rearranged to follow the column ``names`` (every
         name on both sides; see ``match_columns``)."""
         names = [str(n) for n in names]
@@ -159,12 +160,12 @@ class FeatureCosts:
         return FeatureCosts.from_arrays(self.costs[order], self.groups[order], self.group_costs,
                                         names, self.group_names)
 
-    def renamed(self, names) -> "FeatureCosts":
+    def renamed(self, names) -> FeatureCosts:
         """The same costs in the same order under other feature ``names``."""
         return FeatureCosts.from_arrays(self.costs, self.groups, self.group_costs, names, self.group_names)
 
     def match_columns(self, columns, n_features=None, *, by_position=False,
-                      what="the data's columns") -> "FeatureCosts":
+                      what="the data's columns") -> FeatureCosts:
         """These costs in the order of the data's columns (``match_columns``)."""
         return match_columns(self, columns, n_features, by_position=by_position, what=what)
 

@@ -4,8 +4,17 @@ from __future__ import annotations
 import numpy as np
 
 from .costs import features_per_tree, reachable_units, static_cost
-from .nodes import (AnytimeNode, CascadeNode, ClassifierTreeNode, KernelNode,
-                    LinearNode, TreesNode, _name_of, EXIT_RULES, KERNELS)
+from .nodes import (
+    EXIT_RULES,
+    KERNELS,
+    AnytimeNode,
+    CascadeNode,
+    ClassifierTreeNode,
+    KernelNode,
+    LinearNode,
+    TreesNode,
+    _name_of,
+)
 
 
 def tree_depths(bank: TreesNode) -> np.ndarray:

@@ -166,6 +166,7 @@ def cmd_compile(args):
         print(f"build: make -C {args.output}   (or add {args.prefix}.c to your firmware)")
     elif args.target == "onnx":
         import onnx
+
         from .compilers.onnx import compile_onnx
         out_dir = os.path.dirname(os.path.abspath(args.output))
         if not os.path.isdir(out_dir):
@@ -295,8 +296,10 @@ def build_parser():
     s.set_defaults(func=cmd_predict)
     s = sub.add_parser("train", help="train a cost-sensitive model from CSV/svmlight and a cost file",
                        description="Train a cost-sensitive model (--trainer; options a trainer "
-                                   "has no parameter for are ignored) and write it as JSON. Costs come from a CSV 'name,cost,group' (rows named "
-                                   "'group:G' give group costs); without one every feature costs 1.")
+                                   "has no parameter for are ignored) and write it as JSON. Costs come "
+                                   "from a CSV 'name,cost,group' (rows named 'group:G' give group costs), "
+                                   "matched to the data's header by name; without one every feature "
+                                   "costs 1.")
     s.add_argument("--data", required=True, help="training rows, label in the last column (CSV) or svmlight")
     s.add_argument("--format", choices=["csv", "svmlight"], help="default: by file extension")
     s.add_argument("--costs", help="feature-cost CSV (name,cost,group), matched to the data's header by "

@@ -47,8 +47,9 @@ def test_console_script_help():
 
 
 def _write_training_files(tmp_path):
-    from skinflint.datasets import load_breast_cancer
     import numpy as np
+
+    from skinflint.datasets import load_breast_cancer
     d = load_breast_cancer()
     names = [n.replace(" ", "_") for n in d.feature_names]
     data = tmp_path / "bc.csv"

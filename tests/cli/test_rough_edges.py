@@ -64,6 +64,7 @@ def test_a_folder_as_model_names_it(tmp_path, capsys):
 def _foreign_files(tmp_path):
     """Real files of each foreign kind, written by their own libraries."""
     import onnx
+
     from skinflint.compilers.onnx import compile_onnx
     files = {}
     files["onnx"] = tmp_path / "m.onnx"

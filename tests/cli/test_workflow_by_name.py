@@ -2,7 +2,6 @@
 header, a cost file listing the features in another order, and test rows
 whose columns are swapped; every output is checked by feature name."""
 import json
-import os
 import re
 
 import numpy as np
