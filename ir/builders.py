@@ -133,36 +133,37 @@ def node_input(node, output=0):
 def linear(inputs, weights, bias=0.0, *, name="") -> LinearNode:
     """``inputs`` are ``feature_input``/``tree_input``/``node_input`` tuples
     (or plain ints for features); ``weights`` is [n] or [n, K]."""
-    kinds, index, tree, out = [], [], [], []
+    rows = []          # (kind, index, tree, output) per input
     for inp in inputs:
         if isinstance(inp, (int, np.integer)):
             inp = ("feature", int(inp))
         if inp[0] == "feature":
-            kinds.append(INPUT_FEATURE), index.append(inp[1]), tree.append(0), out.append(0)
+            rows.append((INPUT_FEATURE, inp[1], 0, 0))
         elif inp[0] == "tree":
-            kinds.append(INPUT_TREE), index.append(inp[1]), tree.append(inp[2]), out.append(inp[3])
+            rows.append((INPUT_TREE, inp[1], inp[2], inp[3]))
         elif inp[0] == "node":
-            kinds.append(INPUT_NODE), index.append(inp[1]), tree.append(0), out.append(inp[2])
+            rows.append((INPUT_NODE, inp[1], 0, inp[2]))
         else:
             raise IRError(f"inputs: unknown input {inp!r}")
+    table = np.array(rows, np.int64).reshape(len(rows), 4)
     w = np.asarray(weights, np.float64)
     if w.ndim == 1:
         w = w[:, None]
-    if w.shape[0] != len(kinds):
-        raise IRError(f"weights: {w.shape[0]} rows for {len(kinds)} inputs")
+    if w.shape[0] != len(rows):
+        raise IRError(f"weights: {w.shape[0]} rows for {len(rows)} inputs")
     b = np.atleast_1d(np.asarray(bias, np.float64))
     if b.shape[0] == 1 and w.shape[1] > 1:
         b = np.repeat(b, w.shape[1])
     K = b.shape[0]
     if w.size and w.shape[1] != K:
         raise IRError(f"weights: width {w.shape[1]} differs from bias width {K}")
-    wf = float32_array(w.reshape(-1), "weights").reshape(len(kinds), K)
+    wf = float32_array(w.reshape(-1), "weights").reshape(len(rows), K)
     wf.setflags(write=False)
     return LinearNode(bias=float32_array(b, "bias"),
-                      input_kind=frozen(np.array(kinds, np.int8)),
-                      input_index=int_array(np.array(index, np.int64), "inputs.index", low=0),
-                      input_tree=int_array(np.array(tree, np.int64), "inputs.tree", low=0),
-                      input_output=int_array(np.array(out, np.int64), "inputs.output", low=0),
+                      input_kind=frozen(table[:, 0].astype(np.int8)),
+                      input_index=int_array(table[:, 1], "inputs.index", low=0),
+                      input_tree=int_array(table[:, 2], "inputs.tree", low=0),
+                      input_output=int_array(table[:, 3], "inputs.output", low=0),
                       weights=wf, name=name)
 
 

@@ -110,14 +110,16 @@ def lower(model) -> Tables:
     node_div = np.ones(N, np.float64)
     bias_parts, bias64_parts, acc_size, bias_size = [], [], 0, 0
     # trees
-    t_root, t_cost, tn = [], [], {k: [] for k in ("f", "t", "l", "r", "m", "v")}
+    t_root: list = []
+    t_cost: list = []
+    tn: dict[str, list] = {k: [] for k in ("f", "t", "l", "r", "m", "v")}
     leaf_parts, n_trees, n_tn, n_leafv = [], 0, 0, 0
     tree_base = np.zeros(N, np.int32)  # first global tree of each bank
     # terms
-    tm = {k: [] for k in ("kind", "index", "out", "live", "w")}
+    tm: dict[str, list] = {k: [] for k in ("kind", "index", "out", "live", "w")}
     w_parts, n_terms, n_w = [], 0, 0
     # kernels
-    kq = {k: [] for k in ("type", "gamma", "coef0", "deg", "ff", "nf", "sv", "al", "sc", "xf")}
+    kq: dict[str, list] = {k: [] for k in ("type", "gamma", "coef0", "deg", "ff", "nf", "sv", "al", "sc", "xf")}
     kf_parts, sv_parts, al_parts, sc_parts, ks_parts, kc_parts = [], [], [], [], [], []
     n_kf = n_sv = n_al = n_sc = 0
 
@@ -169,15 +171,18 @@ def lower(model) -> Tables:
             q = len(kq["type"])
             node_kernel[i] = q
             first[i], count[i] = 0, n.n_support
-            kq["type"].append(n.kernel), kq["gamma"].append(n.gamma), kq["coef0"].append(n.coef0)
-            kq["deg"].append(n.degree), kq["ff"].append(n_kf), kq["nf"].append(n.features.shape[0])
-            kq["sv"].append(n_sv), kq["al"].append(n_al), kq["sc"].append(n_sc)
-            kf_parts.append(n.features), sv_parts.append(n.support_vectors)
+            for key, value in (("type", n.kernel), ("gamma", n.gamma), ("coef0", n.coef0), ("deg", n.degree),
+                               ("ff", n_kf), ("nf", n.features.shape[0]), ("sv", n_sv), ("al", n_al),
+                               ("sc", n_sc)):
+                kq[key].append(value)
+            kf_parts.append(n.features)
+            sv_parts.append(n.support_vectors)
             kq["xf"].append(0 if n.shift is None else 1)
             D = n.features.shape[0]
             ks_parts.append(np.zeros(D, np.float32) if n.shift is None else n.shift)
             kc_parts.append(np.ones(D, np.float32) if n.scale is None else n.scale)
-            al_parts.append(n.alpha), sc_parts.append(n.sv_cost)
+            al_parts.append(n.alpha)
+            sc_parts.append(n.sv_cost)
             n_kf += n.features.shape[0]
             n_sv += n.support_vectors.size
             n_al += n.alpha.size
@@ -193,7 +198,7 @@ def lower(model) -> Tables:
 
     top = model.output
     out_node = model.nodes[top]
-    C = {k: [] for k in ("s", "rule", "thr", "out", "l", "r")}
+    C: dict[str, list | np.ndarray] = {k: [] for k in ("s", "rule", "thr", "out", "l", "r")}
     if isinstance(out_node, CascadeNode):
         C["s"], C["rule"], C["thr"], C["out"] = out_node.scorer, out_node.exit_rule, out_node.threshold, out_node.output
     elif isinstance(out_node, AnytimeNode):

@@ -1,7 +1,9 @@
 """The Model: features, groups, task, a DAG of nodes and an output node."""
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -50,10 +52,11 @@ class Task:
 
 @dataclass(frozen=True, eq=False)
 class Model:
-    features: tuple
-    groups: tuple
+    # sequences in, tuples kept (__post_init__): a model never changes
+    features: Sequence[Feature]
+    groups: Sequence[Group]
     task: Task
-    nodes: tuple
+    nodes: Sequence[Any]
     output: int
     metadata: dict = field(default_factory=dict)
 
@@ -193,7 +196,7 @@ def _check_edges_and_cycles(m: Model):
     for i, n in enumerate(nodes):
         d: list[int] = []
         if isinstance(n, LinearNode):
-            for j in np.flatnonzero(n.input_kind != 0):
+            for j in np.flatnonzero(n.input_kind != 0).tolist():
                 f = f"nodes[{i}].inputs[{j}]"
                 tgt = int(n.input_index[j])
                 if tgt >= N:

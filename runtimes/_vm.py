@@ -26,11 +26,18 @@ from ..ir.codes import (EXIT_ABS_GE, EXIT_GE, EXIT_LE, KERNEL_LINEAR, KERNEL_RBF
                         KIND_CTREE, KIND_KERNEL, KIND_LINEAR, KIND_TREES, TERM_FEATURE, TERM_TREE)
 from ._expf import expf
 
+def _kernel(**options):
+    """``njit`` for the interpreter's allocation-free kernels: cached, and
+    without numba's reference-counting runtime (``_nrt=False``, a private
+    option its type stubs do not list), which these kernels never need."""
+    return njit(cache=True, _nrt=False, **options)  # type: ignore[call-overload]
+
+
 ZERO = np.float32(0.0)
 ONE = np.float32(1.0)
 
 
-@njit(cache=True, _nrt=False, inline="always")
+@_kernel(inline="always")
 def _acquire(feat_group, group_cost, feat_cost, j, tag, fstamp, gstamp, cost, budget):
     """Touch feature j (and its group).  False when it does not fit."""
     if fstamp[j] == tag:
@@ -49,7 +56,7 @@ def _acquire(feat_group, group_cost, feat_cost, j, tag, fstamp, gstamp, cost, bu
     return True
 
 
-@njit(cache=True, _nrt=False, inline="always")
+@_kernel(inline="always")
 def _walk(feat_group, group_cost, feat_cost, tree_root, tree_cost, tn_feature, tn_threshold,
           tn_left, tn_right, tn_missing_left, X, row, t, tag, fstamp, gstamp, tstamp, tleaf,
           cost, budget):
@@ -78,14 +85,14 @@ def _walk(feat_group, group_cost, feat_cost, tree_root, tree_cost, tn_feature, t
     return m
 
 
-@njit(cache=True, _nrt=False, inline="always")
+@_kernel(inline="always")
 def _tree(T, X, row, t, tag, fstamp, gstamp, tstamp, tleaf, cost, budget):
     return _walk(T.feat_group, T.group_cost, T.feat_cost, T.tree_root, T.tree_cost, T.tn_feature,
                  T.tn_threshold, T.tn_left, T.tn_right, T.tn_missing_left, X, row, t, tag,
                  fstamp, gstamp, tstamp, tleaf, cost, budget)
 
 
-@njit(cache=True, _nrt=False)
+@_kernel()
 def _kernel_input(T, X, row, q, i):
     """Input i of kernel q's feature pool: x, or (x - shift) * scale when the
     kernel has a transform (two float32 roundings, in this order)."""
@@ -96,7 +103,7 @@ def _kernel_input(T, X, row, q, i):
     return x
 
 
-@njit(cache=True, _nrt=False)
+@_kernel()
 def _kernel_value(T, X, row, q, s):
     """k(sv_s, x) for kernel q, float32, features in IR order."""
     nf = T.k_n_feat[q]
@@ -120,7 +127,7 @@ def _kernel_value(T, X, row, q, s):
     return v
 
 
-@njit(cache=True, _nrt=False)
+@_kernel()
 def _begin(T, n, accbuf, acc64, stack, pos, sp):
     o, b = T.node_acc[n], T.node_bias[n]
     for k in range(T.node_width[n]):
@@ -132,7 +139,7 @@ def _begin(T, n, accbuf, acc64, stack, pos, sp):
     pos[sp] = 0
 
 
-@njit(cache=True, _nrt=False)
+@_kernel()
 def _eval_node(T, X, row, n0, tag, fstamp, gstamp, tstamp, tleaf, nstamp, accbuf, acc64,
                stack, pos, cost, budget):
     """Evaluate scoring node n0 and what it reads, depth-first with an
@@ -215,7 +222,7 @@ def _eval_node(T, X, row, n0, tag, fstamp, gstamp, tstamp, tleaf, nstamp, accbuf
     return True
 
 
-@njit(cache=True, _nrt=False)
+@_kernel()
 def _row(T, X, row, tag, budget, fstamp, gstamp, tstamp, tleaf, nstamp, accbuf, acc64, stack, pos,
          cost, scores_out):
     """Evaluate one row; writes its scores and returns the stage reached."""

@@ -14,7 +14,8 @@ from ._vm import _evaluate_bank as evaluate_bank, evaluate
 from .prediction import Prediction, as_budget, as_features, canonical_nan, finish
 
 _FIELDS = [f for f in Tables.__dataclass_fields__]
-_VMTables = namedtuple("_VMTables", _FIELDS)
+# numba takes a namedtuple of arrays; its fields are the Tables dataclass's, defined once there
+_VMTables = namedtuple("_VMTables", _FIELDS)  # type: ignore[misc]
 
 
 def vm_tables(tables: Tables):

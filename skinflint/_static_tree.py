@@ -24,8 +24,10 @@ def write_tree(dest, repo=None):
     os.makedirs(pkg)
     src = os.path.join(repo, "skinflint")
     for name in sorted(os.listdir(src)):
-        if name.endswith((".py", ".typed")):
-            os.symlink(os.path.relpath(os.path.join(src, name), pkg), os.path.join(pkg, name))
+        path = os.path.join(src, name)
+        is_subpackage = os.path.isfile(os.path.join(path, "__init__.py"))   # skinflint/compress/, ...
+        if name.endswith((".py", ".typed")) or is_subpackage:
+            os.symlink(os.path.relpath(path, pkg), os.path.join(pkg, name))
     for sub in SUBPACKAGES:
         os.symlink(os.path.relpath(os.path.join(repo, sub), pkg), os.path.join(pkg, sub))
     return pkg

@@ -238,7 +238,7 @@ def predict(model, X, budget=None, *, runtime="reference", runtime_options=None)
     n_features = (model if isinstance(model, ir.Model) else ir.from_json(text)).n_features
     meta = dask.compute(task(key, dmodel, runtime, runtime_options, -1,
                              np.zeros((0, n_features), np.float32), None))[0]
-    fields = {}
+    fields: dict = {}
     for name in _fields():
         m = getattr(meta, name)
         if m is None:
@@ -293,7 +293,7 @@ def _verify_partition(key, text, runtimes, options, index, part, budget, worst):
 def _spec_name(spec) -> str:
     if isinstance(spec, str):
         return spec
-    return getattr(spec, "name", None) or getattr(spec, "__name__", type(spec).__name__)
+    return str(getattr(spec, "name", None) or getattr(spec, "__name__", type(spec).__name__))
 
 
 def _merge(model, n_rows, label, names, parts, worst):

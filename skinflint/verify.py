@@ -41,6 +41,8 @@ def ulp_distance(a, b) -> np.ndarray:
     negative float's magnitude bits negated) and subtracted exactly as
     unsigned 64-bit integers: going through float64 would round float64 step
     counts past 2**53 and call values 1 or 2 ulp apart equal."""
+    ft: type[np.floating]
+    it: type[np.signedinteger]
     if _wide(a, b):
         ft, it, mask = np.float64, np.int64, 0x7FFFFFFFFFFFFFFF
     else:
@@ -146,19 +148,20 @@ def adversarial_rows(model, X=None, *, seed=0, max_rows=4000) -> np.ndarray:
     rng = np.random.default_rng(seed)
     F = model.n_features
     base = as_features(X, F) if X is not None else rng.normal(size=(64, F)).astype(np.float32)
-    points = [[] for _ in range(F)]
+    feats, values = [np.zeros(0, np.int64)], [np.zeros(0, np.float32)]    # (feature, boundary) pairs
     for n in model.nodes:
         if isinstance(n, TreesNode):
             inner = n.feature >= 0
-            for j, t in zip(n.feature[inner], n.threshold[inner]):
-                points[j].append(t)
+            feats.append(n.feature[inner].astype(np.int64))
+            values.append(n.threshold[inner].astype(np.float32))
         elif isinstance(n, KernelNode):
-            for d, j in enumerate(n.features):
-                points[j].extend(n.support_vectors[:, d])
+            feats.append(np.repeat(n.features.astype(np.int64)[None, :], len(n.support_vectors), 0).ravel())
+            values.append(np.asarray(n.support_vectors, np.float32).ravel())
+    feat, value = np.concatenate(feats), np.concatenate(values)
     rows = []
-    specials = np.float32([np.nan, np.inf, -np.inf])
+    specials = np.array([np.nan, np.inf, -np.inf], np.float32)
     for j in range(F):
-        v = np.unique(np.float32(points[j]))
+        v = np.unique(value[feat == j])
         with np.errstate(over="ignore"):    # +-FLT_MAX thresholds step to +-inf, wanted
             v = np.concatenate([v, np.nextafter(v, np.float32(-np.inf)), np.nextafter(v, np.float32(np.inf)), specials])
         r = base[rng.integers(len(base), size=len(v))].copy()
