@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .histogram import build_histograms, node_sums, subtract_into
+from .histogram import build_level, new_level, node_sums, subtract_level
 from .partition import partition
-from .splitting import best_splits
+from .splitting import level_splits
 
 
 @dataclass
@@ -51,34 +51,45 @@ class Tree:
 def grow(binned, n_bins, rows, g, h, *, max_depth, min_samples_leaf, l2, penalty, active,
          on_split=None) -> Tree:
     """One tree.  ``penalty[f]`` is subtracted from every split's gain on f;
-    ``on_split(f)`` may return a new penalty vector (immediate refunds)."""
+    ``on_split(f)`` may return a new penalty vector (immediate refunds).
+
+    Level by level: one call builds the histograms of all the level's nodes
+    that need building, one computes their siblings by subtraction, one
+    searches all their splits; then the nodes are visited in order, each
+    paying the penalty of the moment, and partitioned."""
     tree = Tree()
     order = rows.copy()
     buffers = (np.empty_like(order), np.empty_like(order))
     tree.order = order
+    F = binned.shape[0]
 
     def splittable(depth, n):
         return depth < max_depth and n >= 2 * min_samples_leaf
 
     tree.sums.append(node_sums(order, g, h))
-    frontier = []
-    if splittable(0, order.shape[0]):
-        frontier.append((0, 0, order.shape[0], build_histograms(binned, order, g, h, active)))
-    else:
+    if not splittable(0, order.shape[0]):
         tree.leaves.append((0, 0, order.shape[0]))
+        return tree
+    frontier = [(0, 0, order.shape[0])]
+    hist = new_level(1, F)
+    first = np.zeros(1, np.int64)
+    build_level(binned, order, first, np.array([order.shape[0]], np.int64), first, g, h, active, *hist)
     for depth in range(max_depth):
+        sums = np.array([tree.sums[nid] for nid, _, _ in frontier], np.float64)
+        brackets, bins, mleft, left_sums = level_splits(*hist, n_bins, sums, l2, min_samples_leaf, active)
         nxt = []
-        for nid, start, stop, hist in frontier:
-            G, H, N = tree.sums[nid]
-            gains, bins, mleft, left_sums = best_splits(*hist, n_bins, G, H, N, l2, min_samples_leaf,
-                                                        penalty, active)
+        small = []   # (start, stop, index in nxt or None) of each child to build
+        pairs = []   # (parent j, index of its small child in ``small``, big child's index in nxt)
+        for j, (nid, start, stop) in enumerate(frontier):
+            G, H, N = sums[j]
+            gains = brackets[j] - penalty
             f = int(np.argmax(gains))
             if not gains[f] > 1e-12:
                 tree.leaves.append((nid, start, stop))
                 continue
-            mid = partition(binned, order, start, stop, f, bins[f], mleft[f], buffers)
-            lid, rid = tree.add_children(nid, f, int(bins[f]), bool(mleft[f]))
-            GL, HL, NL = left_sums[f]
+            mid = partition(binned, order, start, stop, f, bins[j, f], mleft[j, f], buffers)
+            lid, rid = tree.add_children(nid, f, int(bins[j, f]), bool(mleft[j, f]))
+            GL, HL, NL = left_sums[j, f]
             tree.sums.append((GL, HL, NL))
             tree.sums.append((G - GL, H - HL, N - NL))
             tree.split_gain.append((f, float(gains[f] + penalty[f])))
@@ -87,18 +98,31 @@ def grow(binned, n_bins, rows, g, h, *, max_depth, min_samples_leaf, l2, penalty
                 if new is not None:
                     penalty = new
             children = [(lid, start, mid), (rid, mid, stop)]
-            grows = [splittable(depth + 1, c_stop - c_start) for _, c_start, c_stop in children]
-            hists = [None, None]
-            if any(grows):
-                # build the smaller child; the larger is parent minus smaller
-                small = 0 if mid - start <= stop - mid else 1
-                _, s0, s1 = children[small]
-                hists[small] = build_histograms(binned, order[s0:s1], g, h, active)
-                hists[1 - small] = subtract_into(hist, hists[small])
-            for (cid, c_start, c_stop), grow_it, c_hist in zip(children, grows, hists):
-                if grow_it:
-                    nxt.append((cid, c_start, c_stop, c_hist))
+            at = [None, None]
+            for c, (cid, c_start, c_stop) in enumerate(children):
+                if splittable(depth + 1, c_stop - c_start):
+                    at[c] = len(nxt)
+                    nxt.append((cid, c_start, c_stop))
                 else:
                     tree.leaves.append((cid, c_start, c_stop))
+            if at != [None, None]:
+                # build the smaller child; the larger is parent minus smaller
+                s = 0 if mid - start <= stop - mid else 1
+                small.append((children[s][1], children[s][2], at[s]))
+                if at[1 - s] is not None:
+                    pairs.append((j, len(small) - 1, at[1 - s]))
         frontier = nxt
+        if not frontier:   # children at max_depth are never on it
+            break
+        # slots: the next frontier's nodes in order, then small children
+        # that are only built for their sibling's subtraction
+        extra = iter(range(len(nxt), len(nxt) + len(small)))
+        slots = np.array([a if a is not None else next(extra) for _, _, a in small], np.int64)
+        new = new_level(len(nxt) + sum(a is None for _, _, a in small), F)
+        build_level(binned, order, np.array([s for s, _, _ in small], np.int64),
+                    np.array([e for _, e, _ in small], np.int64), slots, g, h, active, *new)
+        if pairs:
+            p = np.array(pairs, np.int64).reshape(-1, 3)
+            subtract_level(*hist, p[:, 0], *new, slots[p[:, 1]], p[:, 2])
+        hist = new
     return tree

@@ -1,10 +1,17 @@
-"""Gradient histograms per node: per (feature, bin) sums of g and h, and
-row counts, as three separate arrays (measured 40% faster than one
-interleaved [F, bins, 3] array: each add then has its own dependency chain).
+"""Gradient histograms: per (node, feature, bin) sums of g and h, and row
+counts, as three separate arrays (measured 40% faster than one interleaved
+[F, bins, 3] array: each add then has its own dependency chain).
+
+The grower builds the histograms of a whole tree level in one call (one
+parallel region per level, not one per node: on a loaded or many-core
+machine every region's launch and barrier is paid by all threads).  Threads
+split the features; a thread streams every node's rows through its
+feature's column, so the column stays in cache across the level's nodes.
+Each (node, feature, bin) sum adds its rows in row order, one thread per
+feature, whatever the thread count: the model bytes do not depend on it.
 
 The node's g and h are first gathered into row order, so a feature pass
-makes one random access per row (its bin) instead of three.  Threads split
-the features; each feature's histograms stay in L1 while the rows stream.
+makes one random access per row (its bin) instead of three.
 """
 import numpy as np
 from numba import njit, prange
@@ -36,46 +43,71 @@ def _accumulate(col, rows, og, oh, a, b2, c, dense):
         c[b] += 1
 
 
+def new_level(n_nodes, n_features):
+    """Uninitialised (sum g, sum h, count) arrays [n_nodes, F, 256] for one
+    level; ``build_level`` and ``subtract_level`` write every slot they fill."""
+    return (np.empty((n_nodes, n_features, N_SLOTS)), np.empty((n_nodes, n_features, N_SLOTS)),
+            np.empty((n_nodes, n_features, N_SLOTS), np.int64))
+
+
 @njit(cache=True, parallel=True)
-def build_histograms(binned, rows, g, h, active):
-    """(sum g, sum h, count), each [F, 256], over ``rows`` (sorted, unique);
-    inactive features are left at zero."""
+def build_level(binned, order, starts, stops, slots, g, h, active, hg, hh, hc):
+    """Histograms of the nodes ``order[starts[k]:stops[k]]`` (each range
+    sorted, unique) into ``hg[slots[k]]``, ``hh[slots[k]]``, ``hc[slots[k]]``
+    ([F, 256] each); inactive features are left at zero."""
     F, N = binned.shape
-    hg = np.zeros((F, N_SLOTS))
-    hh = np.zeros((F, N_SLOTS))
-    hc = np.zeros((F, N_SLOTS), np.int64)
-    n = rows.shape[0]
-    dense = n == N    # sorted unique rows, all of them: rows[i] == i
-    if dense:
-        og, oh = g, h
-    else:
-        # gather the node's gradients once: each feature pass reads them in order
-        og = np.empty(n)
-        oh = np.empty(n)
-        for i in prange(n):
-            og[i] = g[rows[i]]
-            oh[i] = h[rows[i]]
+    K = starts.shape[0]
+    off = np.zeros(K + 1, np.int64)
+    for k in range(K):
+        off[k + 1] = off[k] + (0 if stops[k] - starts[k] == N else stops[k] - starts[k])
+    # gather each node's gradients once: every feature pass reads them in order.
+    # A node over all N rows (the root, rows[i] == i) reads g and h directly.
+    og = np.empty(off[K])
+    oh = np.empty(off[K])
+    for k in prange(K):
+        o = off[k]
+        if stops[k] - starts[k] < N:
+            for i in range(starts[k], stops[k]):
+                og[o + i - starts[k]] = g[order[i]]
+                oh[o + i - starts[k]] = h[order[i]]
     for f in prange(F):
-        if active[f]:
-            _accumulate(binned[f], rows, og, oh, hg[f], hh[f], hc[f], dense)
-    return hg, hh, hc
+        col = binned[f]
+        for k in range(K):
+            s = slots[k]
+            hg[s, f, :] = 0.0
+            hh[s, f, :] = 0.0
+            hc[s, f, :] = 0
+            if active[f]:
+                rows = order[starts[k]:stops[k]]
+                if stops[k] - starts[k] == N:
+                    _accumulate(col, rows, g, h, hg[s, f], hh[s, f], hc[s, f], True)
+                else:
+                    _accumulate(col, rows, og[off[k]:off[k + 1]], oh[off[k]:off[k + 1]],
+                                hg[s, f], hh[s, f], hc[s, f], False)
 
 
-@njit(cache=True)
-def _subtract_into(pg, ph, pc, cg, ch, cc):
-    F = pg.shape[0]
-    for f in range(F):
-        for b in range(N_SLOTS):
-            pg[f, b] -= cg[f, b]
-            ph[f, b] -= ch[f, b]
-            pc[f, b] -= cc[f, b]
+@njit(cache=True, parallel=True)
+def subtract_level(pg, ph, pc, parents, hg, hh, hc, smalls, bigs):
+    """The subtraction trick for a level: node ``bigs[q]``'s histograms are
+    its parent's (``parents[q]`` in the previous level's p arrays) minus
+    its built sibling's (``smalls[q]``)."""
+    F = hg.shape[1]
+    for t in prange(parents.shape[0] * F):
+        q, f = t // F, t % F
+        p, s, b = parents[q], smalls[q], bigs[q]
+        for j in range(N_SLOTS):
+            hg[b, f, j] = pg[p, f, j] - hg[s, f, j]
+            hh[b, f, j] = ph[p, f, j] - hh[s, f, j]
+            hc[b, f, j] = pc[p, f, j] - hc[s, f, j]
 
 
-def subtract_into(parent, child):
-    """Turn the parent's histograms into the sibling's, parent minus child
-    (the subtraction trick), in place: the parent's are not needed after."""
-    _subtract_into(*parent, *child)
-    return parent
+def build_histograms(binned, rows, g, h, active):
+    """(sum g, sum h, count), each [F, 256], over ``rows`` (sorted, unique):
+    one node, as ``build_level`` builds each."""
+    hist = new_level(1, binned.shape[0])
+    first = np.zeros(1, np.int64)   # the one node's start and slot
+    build_level(binned, rows, first, np.array([rows.shape[0]], np.int64), first, g, h, active, *hist)
+    return tuple(a[0] for a in hist)
 
 
 @njit(cache=True)

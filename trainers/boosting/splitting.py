@@ -8,6 +8,11 @@ With mean leaves (H = row counts) the bracket is the decrease of
 1/2 sum_i (s_i - h(x_i))^2, the first term of Eq. (2.5) of the thesis; the
 penalty is lambda * (cost of the feature and its group not yet paid), the
 second term (see trainers/boosting/greedy_miser.py for the units).
+
+The bracket does not depend on the penalty, so a whole tree level's nodes
+are searched in one parallel call (``level_splits``) and the grower
+subtracts each node's penalty when it visits the node: with immediate
+refunds the penalty changes between the nodes of a level.
 """
 import numpy as np
 from numba import njit, prange
@@ -23,46 +28,67 @@ def _score(G, H, l2):
     return G * G / d if d > 0 else 0.0
 
 
+@njit(cache=True, inline="always")
+def _feature_split(hg, hh, hc, n_bins, G, H, N, l2, min_samples_leaf, parent):
+    """The best bracket of one feature's histograms (-inf when no valid
+    split), its bin, NaN direction and left sums.  Candidates are tried bin
+    by bin, "missing right" first, and the first of equal brackets wins."""
+    gm, hm, nm = hg[MISSING_BIN], hh[MISSING_BIN], float(hc[MISSING_BIN])
+    # with no missing rows in the node both NaN directions give the same
+    # gain: try only "missing right", and send NaN to the larger child
+    n_dirs = 2 if nm > 0 else 1
+    gl, hl, nl = 0.0, 0.0, 0.0
+    best, bb, bm = -np.inf, 0, True
+    bG, bH, bN = 0.0, 0.0, 0.0
+    for b in range(n_bins - 1):
+        gl += hg[b]
+        hl += hh[b]
+        nl += hc[b]
+        for d in range(n_dirs):  # d = 0: missing right, d = 1: missing left
+            GL = gl + gm if d else gl
+            HL = hl + hm if d else hl
+            NL = nl + nm if d else nl
+            NR = N - NL
+            if NL < min_samples_leaf or NR < min_samples_leaf:
+                continue
+            s = 0.5 * (_score(GL, HL, l2) + _score(G - GL, H - HL, l2) - parent)
+            if s > best:
+                best, bb = s, b
+                bm = d == 1 if nm > 0 else NL >= NR
+                bG, bH, bN = GL, HL, NL
+    return best, bb, bm, bG, bH, bN
+
+
 @njit(cache=True, parallel=True)
-def best_splits(hg, hh, hc, n_bins, G, H, N, l2, min_samples_leaf, penalty, active):
-    """Per feature: (gain, bin, missing_left, G_L, H_L, N_L); gain -inf when
-    no valid split.  The left sums give the children's (G, H, N) without
-    another pass over their rows."""
-    F = hg.shape[0]
-    gain = np.full(F, -np.inf)
-    bins = np.zeros(F, np.int64)
-    mleft = np.zeros(F, np.bool_)
-    left_sums = np.zeros((F, 3))
-    parent = _score(G, H, l2)
-    for f in prange(F):
+def level_splits(hg, hh, hc, n_bins, sums, l2, min_samples_leaf, active):
+    """Per node j (histograms ``hg[j]`` etc., sums ``sums[j] = (G, H, N)``)
+    and feature f: (bracket, bin, missing_left, G_L, H_L, N_L) of its best
+    split, before any penalty; bracket -inf when f has no valid split.  The
+    left sums give the children's (G, H, N) without another pass over their
+    rows."""
+    J, F = hg.shape[0], hg.shape[1]
+    gain = np.full((J, F), -np.inf)
+    bins = np.zeros((J, F), np.int64)
+    mleft = np.zeros((J, F), np.bool_)
+    left_sums = np.zeros((J, F, 3))
+    for t in prange(J * F):
+        j, f = t // F, t % F
         if not active[f]:
             continue
-        gm, hm, nm = hg[f, MISSING_BIN], hh[f, MISSING_BIN], float(hc[f, MISSING_BIN])
-        # with no missing rows in the node both NaN directions give the same
-        # gain: try only "missing right", and send NaN to the larger child
-        n_dirs = 2 if nm > 0 else 1
-        gl, hl, nl = 0.0, 0.0, 0.0
-        best, bb, bm = -np.inf, 0, True
-        bG, bH, bN = 0.0, 0.0, 0.0
-        for b in range(n_bins[f] - 1):
-            gl += hg[f, b]
-            hl += hh[f, b]
-            nl += hc[f, b]
-            for d in range(n_dirs):  # d = 0: missing right, d = 1: missing left
-                GL = gl + gm if d else gl
-                HL = hl + hm if d else hl
-                NL = nl + nm if d else nl
-                NR = N - NL
-                if NL < min_samples_leaf or NR < min_samples_leaf:
-                    continue
-                s = 0.5 * (_score(GL, HL, l2) + _score(G - GL, H - HL, l2) - parent)
-                if s > best:
-                    best, bb = s, b
-                    bm = d == 1 if nm > 0 else NL >= NR
-                    bG, bH, bN = GL, HL, NL
+        G, H, N = sums[j, 0], sums[j, 1], sums[j, 2]
+        best, bb, bm, bG, bH, bN = _feature_split(hg[j, f], hh[j, f], hc[j, f], n_bins[f], G, H, N, l2,
+                                                  min_samples_leaf, _score(G, H, l2))
         if best > -np.inf:
-            gain[f] = best - penalty[f]
-            bins[f] = bb
-            mleft[f] = bm
-            left_sums[f, 0], left_sums[f, 1], left_sums[f, 2] = bG, bH, bN
+            gain[j, f] = best
+            bins[j, f] = bb
+            mleft[j, f] = bm
+            left_sums[j, f, 0], left_sums[j, f, 1], left_sums[j, f, 2] = bG, bH, bN
     return gain, bins, mleft, left_sums
+
+
+def best_splits(hg, hh, hc, n_bins, G, H, N, l2, min_samples_leaf, penalty, active):
+    """One node (histograms [F, 256]): per feature (gain, bin, missing_left,
+    left sums) with ``penalty[f]`` subtracted; gain -inf when no valid split."""
+    gain, bins, mleft, left_sums = level_splits(hg[None], hh[None], hc[None], n_bins,
+                                                np.array([[G, H, N]], np.float64), l2, min_samples_leaf, active)
+    return gain[0] - penalty, bins[0], mleft[0], left_sums[0]

@@ -1,15 +1,17 @@
-"""The training kernels against plain numpy: histograms (dense root and
-gathered rows), the subtraction trick, in-place partitioning on both of its
-paths, split sums, and the leaf-range score update against a tree walk."""
+"""The training kernels against plain numpy: binning, histograms (dense root
+and gathered rows, one node and a level of nodes), the subtraction trick,
+in-place partitioning on both of its paths, split sums, a level's split
+search against one node's, and the leaf-range score update against a tree
+walk."""
 import numpy as np
 import pytest
 
 from skinflint.trainers.boosting import partition as partition_mod
-from skinflint.trainers.boosting.binning import MISSING_BIN
-from skinflint.trainers.boosting.histogram import build_histograms, node_sums, subtract_into
+from skinflint.trainers.boosting.binning import MISSING_BIN, bin_data, find_thresholds, pack_thresholds
+from skinflint.trainers.boosting.histogram import build_histograms, build_level, new_level, node_sums, subtract_level
 from skinflint.trainers.boosting.partition import partition
 from skinflint.trainers.boosting.predictor import add_leaf_values, predict_binned
-from skinflint.trainers.boosting.splitting import best_splits
+from skinflint.trainers.boosting.splitting import best_splits, level_splits
 
 
 def _data(n=5000, f=4, seed=0):
@@ -45,16 +47,43 @@ def test_histograms_equal_bincount(n_rows):
     assert N == n_rows and np.isclose(G, g[rows].sum()) and np.isclose(H, h[rows].sum())
 
 
-def test_subtraction_gives_the_sibling():
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_bins_are_the_lower_bound_of_the_thresholds(dtype):
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(1000, 6)).astype(dtype)     # 1000 rows: blocks of 256 and a partial one
+    X[::5, 2] = np.nan
+    X[:, 3] = 1.0                                     # constant: no thresholds
+    X[:, 4] = np.round(X[:, 4])                       # few values: every value a threshold
+    X[:7, 5] = [-9, 9, 0, 0, 0, 0, 0]                 # beyond the ends, and on a threshold
+    thr = find_thresholds(X.astype(np.float32))
+    got = bin_data(X, *pack_thresholds(thr))
+    for f in range(6):
+        want = np.where(np.isnan(X[:, f]), MISSING_BIN, np.searchsorted(thr[f], X[:, f], "left"))
+        np.testing.assert_array_equal(got[f], want)
+
+
+def test_a_level_builds_each_node_and_subtracts_each_sibling():
     rng, binned, g, h = _data()
-    active = np.ones(4, bool)
-    rows = np.arange(5000, dtype=np.int32)
-    left = np.sort(rng.choice(5000, 1700, replace=False)).astype(np.int32)
-    right = np.setdiff1d(rows, left).astype(np.int32)
-    sib = subtract_into(build_histograms(binned, rows, g, h, active), build_histograms(binned, left, g, h, active))
-    for a, b in zip(sib, build_histograms(binned, right, g, h, active)):
-        np.testing.assert_allclose(a, b, atol=1e-9)   # parent - child: cancellation rounding only
-    np.testing.assert_array_equal(sib[2], _numpy_hist(binned, right, g, h)[2])  # counts exact
+    active = np.array([True, True, False, True])
+    order = rng.permutation(5000).astype(np.int32)
+    bounds = [0, 1700, 1701, 3000, 5000]   # four nodes, one of a single row
+    for a, b in zip(bounds[:-1], bounds[1:]):
+        order[a:b].sort()
+    parent = new_level(2, 4)
+    build_level(binned, order, np.array([0, 1701]), np.array([1701, 5000]), np.array([1, 0]), g, h, active,
+                *parent)
+    level = new_level(4, 4)
+    # nodes 0 and 3 built into slots 2 and 0; their siblings 1 and 2 subtracted into slots 3 and 1
+    build_level(binned, order, np.array([0, 3000]), np.array([1700, 5000]), np.array([2, 0]), g, h, active,
+                *level)
+    subtract_level(*parent, np.array([1, 0]), *level, np.array([2, 0]), np.array([3, 1]))
+    for slot, (a, b) in zip([2, 3, 1, 0], zip(bounds[:-1], bounds[1:])):
+        want = _numpy_hist(binned, order[a:b], g, h)
+        for got, w in zip((x[slot] for x in level), want):
+            # built: the same doubles summed in another order; subtracted: cancellation rounding too
+            np.testing.assert_allclose(got[active], w[active], rtol=1e-12, atol=1e-9)
+            assert not got[~active].any()
+        np.testing.assert_array_equal(level[2][slot][active], want[2][active])   # counts exact
 
 
 @pytest.mark.parametrize("parallel", [False, True])
@@ -86,6 +115,22 @@ def test_split_reports_the_left_sums_of_its_split():
         b = binned[f]
         left = np.where(b == MISSING_BIN, mleft[f], b <= bins[f])
         np.testing.assert_allclose(left_sums[f], [g[left].sum(), h[left].sum(), left.sum()], rtol=1e-12)
+
+
+def test_a_level_search_equals_each_nodes_search_bit_for_bit():
+    rng, binned, g, h = _data()
+    active = np.array([True, False, True, True])
+    nodes = [np.arange(5000, dtype=np.int32), np.sort(rng.choice(5000, 900, replace=False)).astype(np.int32)]
+    hists = [build_histograms(binned, r, g, h, active) for r in nodes]
+    sums = np.array([node_sums(r, g, h) for r in nodes])
+    penalty = rng.random(4)
+    level = level_splits(*(np.stack(x) for x in zip(*hists)), np.full(4, 21), sums, 0.5, 20, active)
+    for j, hist in enumerate(hists):
+        one = best_splits(*hist, np.full(4, 21), *sums[j], 0.5, 20, penalty, active)
+        np.testing.assert_array_equal(one[0], level[0][j] - penalty)
+        for a, b in zip(one[1:], level[1:]):
+            np.testing.assert_array_equal(a, b[j])
+    assert np.isneginf(level[0][:, 1]).all()   # the inactive feature never splits
 
 
 def test_leaf_ranges_update_scores_as_the_tree_walk_does():
