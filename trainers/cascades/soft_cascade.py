@@ -43,19 +43,22 @@ Choices the papers leave open (measured in docs/cascades.md):
 * clamp: weights with |beta| < ``clamp`` (1e-4, thesis §3.4.3) become 0 and
   stay 0 (the auxiliary sigma = 0 is an infinite penalty: inherent to the
   variational trick).
-* the inner solver is L-BFGS-B (the paper uses Polak-Ribiere CG), a few
-  auxiliary rounds per stage and cycle.
+* the inner solver is L-BFGS (``trainers/lbfgs.py``; the paper uses
+  Polak-Ribiere CG), a few auxiliary rounds per stage and cycle.
+
+The closed form, its auxiliaries, the soft routing and the last stage's refit
+are ``trainers/relaxation.py``'s (shared with CSTC's soft trees); every
+product and solve is ``trainers/linalg.py``'s, in a fixed order, so a model's
+bytes do not depend on the BLAS build or the thread count.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.linalg import LinAlgError, cho_factor, cho_solve
-from scipy.optimize import minimize
-from scipy.special import expit
 
-from ..common import single_thread
+from .. import lbfgs, linalg
+from ..relaxation import design, lemma1_fit, refit, routing
 from ._soft_cascade_kernels import stage_pass, stage_route_grad
 
 MODES = ("cronus", "cscc")
@@ -83,6 +86,13 @@ class Problem:
     tree_cost: np.ndarray
     F: np.ndarray
     unit_cost: np.ndarray
+
+    def __post_init__(self):
+        # the relaxation's items (trainers/relaxation.py): each tree's own
+        # evaluation, then the units; M [T + m, T], ct [T + m]
+        self.M = np.vstack([np.eye(self.H.shape[1]), self.F])
+        self.ct = np.concatenate([self.tree_cost, self.unit_cost])
+        self.Ft = np.ascontiguousarray(self.F.T)
 
     @property
     def n(self):
@@ -147,11 +157,10 @@ def chain(S, theta, gamma):
     n, K = S.shape
     p = np.ones((n, K))
     q = np.empty((n, K))
-    z = gamma * (S[:, :-1] - theta[:-1])
-    I = expit(z)
+    I = routing(S[:, :-1], theta[:-1], gamma)
     if K > 1:
         p[:, 1:] = np.cumprod(I, axis=1)
-        q[:, :-1] = p[:, :-1] * expit(-z)
+        q[:, :-1] = p[:, :-1] * routing(-S[:, :-1], -theta[:-1], gamma)
     q[:, -1] = p[:, -1]
     return p, q, I
 
@@ -160,25 +169,26 @@ def relaxed_cost(prob, B, p, q, mode):
     """The relaxed cost term (without lambda): Chen Eq. 8's tree-cost and
     feature-cost, or thesis Eq. 3.25's expected path cost."""
     B2 = B * B
-    U = B2 @ prob.F.T                        # [K, m]: sum_t F_ut beta_t^2
+    U = linalg.matmul(B2, prob.Ft)           # [K, m]: sum_t F_ut beta_t^2
+    e, cu = prob.tree_cost, prob.unit_cost
     if mode == "cronus":
         d2 = p.mean(axis=0) ** 2
-        return float(prob.tree_cost @ np.sqrt(d2 @ B2) + prob.unit_cost @ np.sqrt(d2 @ U))
+        return linalg.dot(e, np.sqrt(linalg.rmatvec(B2, d2))) + linalg.dot(cu, np.sqrt(linalg.rmatvec(U, d2)))
     P = q.mean(axis=0)
-    C = np.sqrt(np.cumsum(B2, axis=0)) @ prob.tree_cost + np.sqrt(np.cumsum(U, axis=0)) @ prob.unit_cost
-    return float(P @ C)
+    C = linalg.matvec(np.sqrt(np.cumsum(B2, axis=0)), e) + linalg.matvec(np.sqrt(np.cumsum(U, axis=0)), cu)
+    return linalg.dot(P, C)
 
 
 def scores(prob, c: Cascade):
-    return c.b[None, :] + prob.H @ c.B.T
+    return c.b[None, :] + linalg.matmul(prob.H, np.ascontiguousarray(c.B.T))
 
 
 def objective(prob: Problem, cfg: Settings, c: Cascade, S=None) -> float:
     """Chen Eq. 8 (mode "cronus") or thesis Eq. 3.25 (mode "cscc")."""
     S = scores(prob, c) if S is None else S
     p, q, _ = chain(S, c.theta, cfg.gamma)
-    loss = 0.5 * float(prob.w @ np.sum(q * (prob.y[:, None] - S) ** 2, axis=1))
-    l1 = float(cfg.rho @ np.abs(c.B).sum(axis=1))
+    loss = 0.5 * linalg.dot(prob.w, np.sum(q * (prob.y[:, None] - S) ** 2, axis=1))
+    l1 = linalg.dot(cfg.rho, np.abs(c.B).sum(axis=1))
     return loss + l1 + cfg.lam * relaxed_cost(prob, c.B, p, q, cfg.mode)
 
 
@@ -212,7 +222,7 @@ class StageProblem:
             if jj > 0:
                 r[:, jj] = r[:, jj - 1] * I[:, j - 1]
             if j < K - 1:
-                ex[:, jj] = expit(-cfg.gamma * (S[:, j] - c.theta[j]))
+                ex[:, jj] = routing(-S[:, j], -c.theta[j], cfg.gamma)
         L = (y[:, None] - S[:, k + 1:]) ** 2
         self.a = np.sum(r * ex * L, axis=1) if J else np.zeros(n)
         base_Z = self.pk[:, None] * r
@@ -220,37 +230,38 @@ class StageProblem:
         beta = c.B[k, self.A]
         self.sigma = np.abs(beta)
         B2 = c.B * c.B
-        U = B2 @ prob.F.T
+        U = linalg.matmul(B2, prob.Ft)
         e, cu = prob.tree_cost, prob.unit_cost
         if cfg.mode == "cronus":
             d = p.mean(axis=0)
             d2 = d * d
-            kappa = np.maximum(np.sqrt(d2 @ B2), _FLOOR)
-            eta = np.maximum(np.sqrt(d2 @ U), _FLOOR)
-            u = e / kappa + prob.F.T @ (cu / eta)                 # [T]
+            kappa = np.maximum(np.sqrt(linalg.rmatvec(B2, d2)), _FLOOR)
+            eta = np.maximum(np.sqrt(linalg.rmatvec(U, d2)), _FLOOR)
+            u = e / kappa + linalg.rmatvec(prob.F, cu / eta)      # [T]
             self.u_direct = d2[k] * u[self.A]
-            W = B2 @ u                                            # [K]
+            W = linalg.matvec(B2, u)                              # [K]
             self.W_down = W[k + 1:]
-            self.const = 0.5 * cfg.lam * (float(d2[:k] @ W[:k]) + float(e @ kappa + cu @ eta))
+            self.const = 0.5 * cfg.lam * (linalg.dot(d2[:k], W[:k]) + linalg.dot(e, kappa)
+                                          + linalg.dot(cu, eta))
         else:
             P = q.mean(axis=0)
             Gt = np.cumsum(B2, axis=0)
             Gu = np.cumsum(U, axis=0)
-            C = np.sqrt(Gt) @ e + np.sqrt(Gu) @ cu
+            C = linalg.matvec(np.sqrt(Gt), e) + linalg.matvec(np.sqrt(Gu), cu)
             kap = np.maximum(np.sqrt(Gt[k:]), _FLOOR)             # paths l >= k
             et = np.maximum(np.sqrt(Gu[k:]), _FLOOR)
-            ul = e / kap + (cu / et) @ prob.F                     # [K-k, T]
+            ul = e / kap + linalg.matmul(cu / et, prob.F)         # [K-k, T]
             # V_l = V0_l + 1/2 sum_t ul_t beta_t^2 (the path-l surrogate)
             Gt_ex = Gt[k:] - B2[k]
             Gu_ex = Gu[k:] - U[k]
-            self.V0 = 0.5 * ((Gt_ex / kap + kap) @ e + (Gu_ex / et + et) @ cu)
-            self.ulA = ul[:, self.A]
-            self.const = cfg.lam * float(P[:k] @ C[:k])
+            self.V0 = 0.5 * (linalg.matvec(Gt_ex / kap + kap, e) + linalg.matvec(Gu_ex / et + et, cu))
+            self.ulA = np.ascontiguousarray(ul[:, self.A])
+            self.const = cfg.lam * linalg.dot(P[:k], C[:k])
         self.rho = cfg.rho[k]
         # constants that make the surrogate equal Eq. 8 / 3.25 at the point the
         # auxiliaries were taken: the loss of rows exiting before k, other stages' l1
-        self.const += 0.5 * float(prob.w @ np.sum(q[:, :k] * (y[:, None] - S[:, :k]) ** 2, axis=1))
-        self.const += float(cfg.rho @ np.abs(c.B).sum(axis=1)) - cfg.rho[k] * float(self.sigma.sum())
+        self.const += 0.5 * linalg.dot(prob.w, np.sum(q[:, :k] * (y[:, None] - S[:, :k]) ** 2, axis=1))
+        self.const += linalg.dot(cfg.rho, np.abs(c.B).sum(axis=1)) - cfg.rho[k] * float(self.sigma.sum())
         self.n = n
         self._gs = np.empty(n)
         self._I = np.empty(n)
@@ -270,7 +281,7 @@ class StageProblem:
         """(value, gradient) of the stage surrogate at x."""
         cfg, lam = self.cfg, self.cfg.lam
         b, beta, theta = self.unpack(x)
-        s = b + self.HA @ beta
+        s = b + linalg.matvec(self.HA, beta)
         gs, I, dI = self._gs, self._I, self._dI
         loss, gth, m, own = stage_pass(s, self.prob.y, self.prob.w, self.pk, self.a, theta, cfg.gamma,
                                        self.last, self.Z, I, dI, gs)
@@ -281,25 +292,25 @@ class StageProblem:
         else:
             l1, g_l1 = 0.0, 0.0
         if cfg.mode == "cronus":
-            Wk = float(self.u_direct @ beta2)   # d_k^2 W_k
-            cost = 0.5 * lam * (Wk + float(m * m @ self.W_down)) + self.const
+            Wk = linalg.dot(self.u_direct, beta2)   # d_k^2 W_k
+            cost = 0.5 * lam * (Wk + linalg.dot(m * m, self.W_down)) + self.const
             coef = lam * m * self.W_down
             own_coef = 0.0
             g_direct = lam * self.u_direct * beta
         else:
             if self.last:
                 own = float(self.pk.mean())
-            V = self.V0 + 0.5 * (self.ulA @ beta2)               # [K-k]
+            V = self.V0 + 0.5 * linalg.matvec(self.ulA, beta2)   # [K-k]
             Pl = np.concatenate(([own], m))
-            cost = lam * float(Pl @ V) + self.const
+            cost = lam * linalg.dot(Pl, V) + self.const
             coef = lam * V[1:]
             own_coef = lam * V[0]
-            g_direct = lam * (Pl @ self.ulA) * beta
+            g_direct = lam * linalg.rmatvec(self.ulA, Pl) * beta
         if not self.last and lam > 0:
             gth += stage_route_grad(dI, self.pk, self.Z, np.ascontiguousarray(coef), own_coef, gs)
         g = np.empty_like(x)
         g[0] = gs.sum()
-        g[1:1 + beta.shape[0]] = self.HA.T @ gs + g_l1 + g_direct
+        g[1:1 + beta.shape[0]] = linalg.rmatvec(self.HA, gs) + g_l1 + g_direct
         if not self.last:
             g[-1] = gth
         return loss + l1 + cost, g
@@ -329,8 +340,7 @@ def optimize_stage(prob, cfg, c: Cascade, k: int, f_now: float):
     for _ in range(cfg.aux_rounds):
         S = scores(prob, c)
         sp = StageProblem(prob, cfg, c, k, S)
-        res = minimize(sp, sp.x0(c), jac=True, method="L-BFGS-B",
-                       options={"maxiter": cfg.inner_maxiter, "gtol": 1e-10, "ftol": 1e-12})
+        res = lbfgs.minimize(sp, sp.x0(c), maxiter=cfg.inner_maxiter, gtol=1e-10, ftol=1e-12)
         best = None
         for cand in (_clamped(_apply(c, sp, res.x), k, cfg.clamp), _apply(c, sp, res.x)):
             f = objective(prob, cfg, cand)
@@ -348,85 +358,47 @@ def optimize_stage(prob, cfg, c: Cascade, k: int, f_now: float):
 
 # ------------------------------------------------------------------ initialisation (Alg. 2)
 
-def _solve(M, r, diag):
-    """(M + diag) x = r for a symmetric positive semi-definite M (Eq. 14);
-    a jitter of 1e-10 of the mean diagonal keeps collinear trees solvable."""
-    A = M + np.diag(diag)
-    A[np.diag_indices_from(A)] += 1e-10 * max(float(np.mean(np.diag(M))), 1e-300)
-    try:
-        return cho_solve(cho_factor(A), r)
-    except LinAlgError:
-        return np.linalg.lstsq(A, r, rcond=None)[0]
-
-
 def _threshold_for_mass(s, pk, target, gamma):
     """theta with mean_i p_i sigma(gamma (s_i - theta)) = target (Alg. 2
     line 7), by 80 bisection steps: the mass decreases in theta."""
     lo, hi = float(s.min()) - 60.0 / gamma, float(s.max()) + 60.0 / gamma
     for _ in range(80):
         mid = 0.5 * (lo + hi)
-        if float(np.mean(pk * expit(gamma * (s - mid)))) > target:
+        if float(np.mean(pk * routing(s, mid, gamma))) > target:
             lo = mid
         else:
             hi = mid
     return 0.5 * (lo + hi)
 
 
-def _stage_init_cost(prob, cfg, B, k, p_prev):
-    """(u, cost) for stage k as the last one: u_t the auxiliary weights of
-    Eq. 13's Lambda, cost the relaxed cost term with stages <= k."""
-    B2 = B[:k + 1] ** 2
-    U = B2 @ prob.F.T
-    e, cu = prob.tree_cost, prob.unit_cost
+def _stage_items(prob, cfg, B, k, p_prev):
+    """(G, a, P) of the relaxation's cost term (trainers/relaxation.py) for
+    stage k treated as the last one, stages < k fixed (Chen Alg. 2; Eq. 13's
+    Lambda): Cronus weighs stage j's squares by d_j^2 (Eq. 8), CSCC sums
+    them along the exit path and weighs the path by its reach mass P_k."""
+    B2 = B[:k] ** 2
     if cfg.mode == "cronus":
         d2 = p_prev.mean(axis=0)[:k + 1] ** 2
-        kap, eta = np.sqrt(d2 @ B2), np.sqrt(d2 @ U)
-        u = d2[k] * (e / np.maximum(kap, _FLOOR) + prob.F.T @ (cu / np.maximum(eta, _FLOOR)))
-        return u, float(e @ kap + cu @ eta)
-    Pk = float(p_prev[:, k].mean())
-    kap, eta = np.sqrt(B2.sum(axis=0)), np.sqrt(U.sum(axis=0))
-    u = Pk * (e / np.maximum(kap, _FLOOR) + prob.F.T @ (cu / np.maximum(eta, _FLOOR)))
-    return u, Pk * float(e @ kap + cu @ eta)
+        G = linalg.matvec(prob.M, linalg.rmatvec(B2, d2[:k])) if k else np.zeros(prob.M.shape[0])
+        return G, float(d2[k]), 1.0
+    G = linalg.matvec(prob.M, B2.sum(axis=0)) if k else np.zeros(prob.M.shape[0])
+    return G, 1.0, float(p_prev[:, k].mean())
 
 
-def fit_single_stage(prob, cfg, Hb, Gram, rhs, Bprev, k, pk_all, lam_k, rho_k, Omega_y, active=None):
-    """IRLS for one stage treated as the last (Chen Alg. 2 lines 4-8; thesis
-    §3.4.3 node initialisation): closed form Eq. 14 with the auxiliaries of
-    Eq. 11, until the stage objective (cost term included) stops falling.
-    ``active`` freezes the support (CSCC fine-tuning).  Returns (b, beta)."""
-    T = prob.T
-    A = np.arange(T) if active is None else np.asarray(active)
-    idx = np.concatenate(([0], A + 1))
-    ridge = np.zeros(idx.shape[0])
-    ridge[1:] = 1e-6 * max(float(np.mean(np.diag(Gram)[1:])), 1e-300)
-    x = _solve(Gram[np.ix_(idx, idx)], rhs[idx], ridge)
-    B = Bprev.copy()
-    best_f, best = np.inf, None
-    w_p = Omega_y
-    for _ in range(cfg.init_iters):
-        beta = np.zeros(T)
-        beta[A] = x[1:]
-        beta[np.abs(beta) < cfg.clamp] = 0.0
-        B[k] = beta
-        s = x[0] + prob.H @ beta
-        u, cost = _stage_init_cost(prob, cfg, B, k, pk_all)
-        f = 0.5 * float(w_p @ (prob.y - s) ** 2) + rho_k * float(np.abs(beta).sum()) + lam_k * cost
-        if f > best_f * (1 - cfg.tol):
-            if f < best_f:
-                best_f, best = f, (x[0], beta.copy())
-            break
-        best_f, best = f, (x[0], beta.copy())
-        A = np.flatnonzero(beta) if active is None else A[beta[A] != 0]
-        idx = np.concatenate(([0], A + 1))
-        diag = np.zeros(idx.shape[0])
-        if rho_k > 0:
-            diag[1:] += rho_k / np.abs(beta[A])
-        diag[1:] += lam_k * u[A]
-        x = _solve(Gram[np.ix_(idx, idx)], rhs[idx], diag)
-    return best
+def fit_single_stage(prob, cfg, Gram, rhs, Bprev, k, pk_all, lam_k, rho_k, Omega_y):
+    """Stage k treated as the last (Chen Alg. 2 lines 4-8; thesis §3.4.3
+    node initialisation): the Lemma-1 IRLS of ``relaxation.lemma1_fit``
+    (closed form Eq. 14 with the auxiliaries of Eq. 11) until the stage
+    objective (cost term included) stops falling.  ``Gram``, ``rhs``: the
+    normal equations of [1, H] with the row weights ``Omega_y``.  Returns
+    (b, beta)."""
+    G, a, P = _stage_items(prob, cfg, Bprev, k, pk_all)
+    cols = np.arange(prob.T)
+    b, beta, _ = lemma1_fit(Gram, rhs, prob.H, prob.y, Omega_y, prob.M, prob.ct, G, a, lam_k * P, rho_k,
+                            cfg.clamp, cols, n_iter=cfg.init_iters, tol=cfg.tol)
+    return b, beta
 
 
-@single_thread()   # L-BFGS-B's BLAS calls on ~150 variables: one thread ~30x faster, bytes thread-independent
 def init_cascade(prob: Problem, cfg: Settings) -> Cascade:
     """Alg. 2 (Chen §3.3.2): stages in order, each as the last, lambda_k =
     lambda delta^(K-k), theta^k so that d_{k+1} = (1 - eps) d_k."""
@@ -434,25 +406,21 @@ def init_cascade(prob: Problem, cfg: Settings) -> Cascade:
     B = np.zeros((K, T))
     b = np.zeros(K)
     theta = np.zeros(K)
-    Hb = np.empty((n, T + 1))
-    Hb[:, 0] = 1.0
-    Hb[:, 1:] = prob.H
     p = np.ones((n, K))
+    cols = np.arange(T)
     for k in range(K):
         Om = prob.w * p[:, k]
-        Gram = Hb.T @ (Hb * Om[:, None])
-        rhs = Hb.T @ (Om * prob.y)
+        _, Gram, rhs = design(prob.H, cols, Om, prob.y)
         lam_k = cfg.lam * cfg.delta ** (K - 1 - k)
-        bk, beta = fit_single_stage(prob, cfg, Hb, Gram, rhs, B, k, p, lam_k, cfg.rho[k], Om)
+        bk, beta = fit_single_stage(prob, cfg, Gram, rhs, B, k, p, lam_k, cfg.rho[k], Om)
         B[k], b[k] = beta, bk
         if k < K - 1:
-            s = bk + prob.H @ beta
+            s = bk + linalg.matvec(prob.H, beta)
             theta[k] = _threshold_for_mass(s, p[:, k], (1 - cfg.eps) * p[:, k].mean(), cfg.gamma)
-            p[:, k + 1] = p[:, k] * expit(cfg.gamma * (s - theta[k]))
+            p[:, k + 1] = p[:, k] * routing(s, theta[k], cfg.gamma)
     return Cascade(B, b, theta)
 
 
-@single_thread()
 def optimize(prob: Problem, cfg: Settings, c: Cascade = None, verbose=False) -> Cascade:
     """Alg. 1 (Chen §3.3.1): init (Alg. 2) unless given, then cycles over the
     stages until Eq. 8 / 3.25 falls by less than ``tol`` (relative) or
@@ -473,50 +441,35 @@ def optimize(prob: Problem, cfg: Settings, c: Cascade = None, verbose=False) -> 
     return c
 
 
-@single_thread()
 def fine_tune_last(prob: Problem, cfg: Settings, c: Cascade) -> Cascade:
     """Thesis §3.4.4 fine-tuning: re-fit the leaf classifier without the
     cost term, its support frozen.  In a cascade only the last stage is a
     pure leaf (refitting an earlier one would move its own exits), so only
-    stage K is refitted, by Eq. 14 with lambda = 0 and weights q^K = p^K."""
+    stage K is refitted (``relaxation.refit``, weights q^K = p^K)."""
     K = cfg.n_stages
     A = np.flatnonzero(c.B[K - 1])
     p, _, _ = chain(scores(prob, c), c.theta, cfg.gamma)
-    Om = prob.w * p[:, K - 1]
-    Hb = np.empty((prob.n, A.shape[0] + 1))
-    Hb[:, 0] = 1.0
-    Hb[:, 1:] = prob.H[:, A]
-    Gram = Hb.T @ (Hb * Om[:, None])
-    rhs = Hb.T @ (Om * prob.y)
-    sub = Problem(prob.H[:, A], prob.y, prob.w, prob.tree_cost[A], prob.F[:, A], prob.unit_cost)
-    tune = Settings(mode=cfg.mode, n_stages=1, lam=0.0, rho=cfg.rho[K - 1], clamp=0.0,
-                    init_iters=cfg.init_iters, tol=cfg.tol)
-    bk, beta = fit_single_stage(sub, tune, Hb, Gram, rhs, np.zeros((1, A.shape[0])), 0,
-                                np.ones((prob.n, 1)), 0.0, tune.rho[0], Om)
+    _, Gram, rhs = design(prob.H, A, prob.w * p[:, K - 1], prob.y)
+    z = refit(Gram, rhs, float(cfg.rho[K - 1]), n_iter=cfg.init_iters)
     out = c.copy()
-    out.b[K - 1] = bk
+    out.b[K - 1] = z[0]
     out.B[K - 1] = 0.0
-    out.B[K - 1, A] = beta
+    out.B[K - 1, A] = z[1:]
     return out
 
 
-@single_thread()
 def lambda_max(prob: Problem, cfg: Settings, iters=30) -> float:
     """The smallest lambda (to ~1%) at which the single-stage problem
     (Chen Eq. 7, the K = 1 cascade) zeroes every tree: the top of the useful
     lambda range.  Bisection on log lambda; the Gram matrix is shared."""
     n, T = prob.n, prob.T
-    Hb = np.empty((n, T + 1))
-    Hb[:, 0] = 1.0
-    Hb[:, 1:] = prob.H
-    Gram = Hb.T @ (Hb * prob.w[:, None])
-    rhs = Hb.T @ (prob.w * prob.y)
+    _, Gram, rhs = design(prob.H, np.arange(T), prob.w, prob.y)
     one = Settings(mode=cfg.mode, n_stages=1, rho=cfg.rho[-1], clamp=cfg.clamp, tol=cfg.tol,
                    init_iters=cfg.init_iters)
     p = np.ones((n, 1))
 
     def zero(lam):
-        _, beta = fit_single_stage(prob, one, Hb, Gram, rhs, np.zeros((1, T)), 0, p, lam,
+        _, beta = fit_single_stage(prob, one, Gram, rhs, np.zeros((1, T)), 0, p, lam,
                                    one.rho[0], prob.w)
         return not np.any(beta)
 

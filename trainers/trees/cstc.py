@@ -14,6 +14,7 @@ import numpy as np
 
 from ... import ir
 from ...runtimes.reference import predict as ref_predict
+from .. import linalg
 from ..base import CostSensitiveClassifier, CostSensitiveRegressor
 from ..boosting.booster import tree_outputs
 from ..boosting.tree_bank import bank_features
@@ -305,9 +306,9 @@ class _CSTCMixin(_TreeIR):
         Z = basis.matrix(X)
         std = Standardizer.fit(Z, t)
         Phi, ys = std.columns(Z), std.target(t)
-        g = Phi.T @ ys / Phi.shape[0]
+        g = linalg.rmatvec(Phi, ys) / Phi.shape[0]
         items = basis.items()
-        norms = np.sqrt(items.matrix @ (g * g))
+        norms = np.sqrt(linalg.matvec(np.asarray(items.matrix, np.float64), g * g))
         lam_max = float(np.max(norms / items.cost)) if items.cost.size else 1.0
         return lam_max * 2.0 ** (-np.arange(n) / 2)
 

@@ -20,18 +20,22 @@ closed form with Lemma-1 auxiliaries T(3.16); internal and mixed nodes by
 L-BFGS over (b, beta, theta) with the gradient of ``internal_objective``.
 The Gamma of T(3.17) uses the path mass P_l (the thesis prints p_i^k, a
 typo: Gamma cannot depend on the row).
+
+The closed form, its auxiliaries, the soft routing and the fine-tuning refit
+are ``trainers/relaxation.py``'s (shared with the soft cascades); L-BFGS is
+``trainers/lbfgs.py``'s and every product ``trainers/linalg.py``'s, in a
+fixed order, so a tree does not depend on the BLAS build or thread count.
 """
 from __future__ import annotations
 
 import numpy as np
-from scipy.optimize import minimize
-from scipy.special import expit
 
+from .. import lbfgs, linalg
+from ..relaxation import design, lemma1_fit, refit, routing
 from .tree_ir import CostItems, tie_aware_split
 
 TERM = -1          # a slot holding a terminal element
 LEAF = 2           # the side of a pure leaf's single terminal
-_METHOD = "BFGS"
 
 
 class SoftTree:
@@ -62,7 +66,7 @@ class SoftTree:
         self.y = np.asarray(y, np.float64)
         self.n, self.P = self.Phi.shape
         self.items = items
-        self.M = items.matrix
+        self.M = np.ascontiguousarray(items.matrix, np.float64)
         self.lam, self.rho, self.gamma, self.clamp_at = float(lam), float(rho), float(steepness), clamp
         K = 2 ** depth - 1
         self.K = K
@@ -122,7 +126,7 @@ class SoftTree:
 
     # ------------------------------------------------------------ forward
     def scores(self, k):
-        return self.bias[k] + self.Phi @ self.beta[k]
+        return self.bias[k] + linalg.matvec(self.Phi, self.beta[k])
 
     def forward(self):
         """Reach probabilities p [K, n] and margins s [K, n] of alive nodes."""
@@ -133,7 +137,7 @@ class SoftTree:
             s[k] = self.scores(k)
             if self.is_leaf(k):
                 continue
-            up = expit(self.gamma * (s[k] - self.theta[k]))
+            up = routing(s[k], self.theta[k], self.gamma)
             for side, q in ((0, 1.0 - up), (1, up)):
                 c = self.child[k, side]
                 if c != TERM:
@@ -144,12 +148,12 @@ class SoftTree:
         """Per-row probability of leaving through terminal (k, side)."""
         if side == LEAF:
             return p[k]
-        up = expit(self.gamma * (s[k] - self.theta[k]))
+        up = routing(s[k], self.theta[k], self.gamma)
         return p[k] * (up if side == 1 else 1.0 - up)
 
     def item_sq(self, k):
         """sum_{c in m} (beta_c^k)^2 per item m."""
-        return self.M @ (self.beta[k] ** 2)
+        return linalg.matvec(self.M, self.beta[k] ** 2)
 
     def path_sq(self, k, skip=-1):
         """G_m summed over path(k), leaving out node ``skip``."""
@@ -164,12 +168,12 @@ class SoftTree:
         p, s = self.forward()
         J = 0.0
         for k in self.nodes():
-            J += float(p[k] @ (0.5 * (s[k] - self.y) ** 2)) / self.n
+            J += linalg.dot(p[k], 0.5 * (s[k] - self.y) ** 2) / self.n
             J += self.rho * float(np.abs(self.beta[k]).sum())
         for term in self.terminals():
             k, side = term
             P = float(self.exit_weight(k, side, p, s).mean())
-            J += self.lam * P * float(self.ctilde(term) @ np.sqrt(self.path_sq(k)))
+            J += self.lam * P * linalg.dot(self.ctilde(term), np.sqrt(self.path_sq(k)))
         return J
 
     def record(self):
@@ -185,39 +189,15 @@ class SoftTree:
         """Minimise over (beta^k, b^k), node k treated as a leaf:
         sum_i w_i 1/2 (s_i - y_i)^2 + rho |beta| + lam P sum_m ct_m sqrt(G_other_m + g_m(beta))
         by alternating T(3.16)'s auxiliaries with T(3.17)'s closed form
-        (Omega = diag(w), w = p^k / n; Gamma_c = rho/gamma_c + lam P sum_{m ni c} ct_m/eta_m)."""
+        (``relaxation.lemma1_fit``: Omega = diag(w), w = p^k / n;
+        Gamma_c = rho/gamma_c + lam P sum_{m ni c} ct_m/eta_m), from the
+        ridge solution (``ridge_start``) or the node's current weights."""
         A = np.flatnonzero(self.active[k])
-        X1 = np.empty((self.n, A.size + 1))
-        X1[:, :-1] = self.Phi[:, A]
-        X1[:, -1] = 1.0
-        gram = X1.T @ (w[:, None] * X1)
-        rhs = X1.T @ (w * self.y)
-        if ridge_start:
-            z = np.linalg.solve(gram + np.diag(np.r_[np.full(A.size, 1e-6), 1e-10]), rhs)
-            self.beta[k, A], self.bias[k] = z[:-1], z[-1]
-        prev = np.inf
-        for _ in range(n_iter):
-            self._clamp(k)
-            keep = self.active[k, A]
-            if not keep.all():
-                A = A[keep]
-                sel = np.r_[np.flatnonzero(keep), X1.shape[1] - 1]
-                X1, gram, rhs = X1[:, sel], gram[np.ix_(sel, sel)], rhs[sel]
-            b = self.beta[k, A]
-            eta = np.sqrt(G_other + self.M[:, A] @ (b * b))
-            inv = np.divide(ct, eta, out=np.zeros_like(eta), where=eta > 0)
-            Gam = self.lam * P * (self.M[:, A].T @ inv)
-            if self.rho > 0:
-                Gam = Gam + self.rho / np.abs(b)
-            # 1e-10: keeps the system regular for a node that no row reaches
-            z = np.linalg.solve(gram + np.diag(np.r_[Gam, 0.0] + 1e-10), rhs)
-            self.beta[k, A], self.bias[k] = z[:-1], z[-1]
-            r = X1 @ z - self.y
-            f = (0.5 * float(w @ (r * r)) + self.rho * float(np.abs(z[:-1]).sum())
-                 + self.lam * P * float(ct @ np.sqrt(G_other + self.M[:, A] @ (z[:-1] ** 2))))
-            if prev - f <= tol * abs(f):
-                break
-            prev = f
+        _, gram, rhs = design(self.Phi, A, w, self.y)
+        start = None if ridge_start else (self.bias[k], self.beta[k, A])
+        b, beta, _ = lemma1_fit(gram, rhs, self.Phi, self.y, w, self.M, ct, G_other, 1.0, self.lam * P,
+                                self.rho, self.clamp_at, A, n_iter=n_iter, tol=tol, start=start)
+        self.beta[k], self.bias[k] = beta, b
         self._clamp(k)
 
     # ------------------------------------------------------------ internal
@@ -233,7 +213,7 @@ class SoftTree:
         loss = 0.5 * (s[j] - self.y) ** 2
         if self.is_leaf(j):
             return loss, np.ones((self.n, 1)), [(j, LEAF)]
-        up = expit(self.gamma * (s[j] - self.theta[j]))
+        up = routing(s[j], self.theta[j], self.gamma)
         Ll, Rl, tl = self._slot_parts(j, 0, s)
         Lu, Ru, tu = self._slot_parts(j, 1, s)
         return (loss + up * Lu + (1 - up) * Ll,
@@ -252,7 +232,8 @@ class SoftTree:
             ct = np.stack([self.ctilde(t) for t in terms])
             sides.append((L, R, Go, eta, ct))
         gam = np.abs(self.beta[k, A])
-        return dict(k=k, A=A, w=p[k] / self.n, PhiA=self.Phi[:, A], MA=self.M[:, A],
+        return dict(k=k, A=A, w=p[k] / self.n, PhiA=np.ascontiguousarray(self.Phi[:, A]),
+                    MA=np.ascontiguousarray(self.M[:, A]),
                     sides=sides, rho_over=(self.rho / gam) if self.rho > 0 else np.zeros(A.size))
 
     def internal_objective(self, z, prob):
@@ -261,25 +242,26 @@ class SoftTree:
         A^s = L^s + lam R^s C^s, C_l = 1/2 sum_m ct_lm (G_lm/eta_lm + eta_lm)."""
         b, beta, th = z[0], z[1:-1], z[-1]
         w, g = prob["w"], self.gamma
-        s = b + prob["PhiA"] @ beta
-        sig = expit(g * (s - th))
-        gk = prob["MA"] @ (beta * beta)
+        s = b + linalg.matvec(prob["PhiA"], beta)
+        sig = routing(s, th, g)
+        gk = linalg.matvec(prob["MA"], beta * beta)
         Aside, coef = [], np.zeros(prob["MA"].shape[0])
         wside = (w * (1 - sig), w * sig)
         for (L, R, Go, eta, ct), ws in zip(prob["sides"], wside):
             inv = np.divide(ct, eta, out=np.zeros_like(eta), where=eta > 0)
             C = 0.5 * ((Go + gk[None, :]) * inv).sum(1) + 0.5 * (ct * eta).sum(1)
-            Aside.append(L + self.lam * (R @ C))
-            coef += self.lam * ((ws @ R) @ inv)          # lam sum_l P_l ct_lm / eta_lm
+            Aside.append(L + self.lam * linalg.matvec(R, C))
+            coef += self.lam * linalg.rmatvec(inv, linalg.rmatvec(R, ws))   # lam sum_l P_l ct_lm / eta_lm
         Al, Au = Aside
         r = s - self.y
-        f = float(w @ (0.5 * r * r + sig * Au + (1 - sig) * Al)) + 0.5 * float(prob["rho_over"] @ (beta * beta))
+        f = linalg.dot(w, 0.5 * r * r + sig * Au + (1 - sig) * Al) + 0.5 * linalg.dot(prob["rho_over"], beta * beta)
         dsig = g * sig * (1 - sig) * (Au - Al)
         ds = w * (r + dsig)
         grad = np.empty_like(z)
         grad[0] = ds.sum()
-        grad[1:-1] = prob["PhiA"].T @ ds + prob["rho_over"] * beta + (prob["MA"].T @ coef) * beta
-        grad[-1] = -float(w @ dsig)
+        grad[1:-1] = (linalg.rmatvec(prob["PhiA"], ds) + prob["rho_over"] * beta
+                      + linalg.rmatvec(prob["MA"], coef) * beta)
+        grad[-1] = -linalg.dot(w, dsig)
         return f, grad
 
     def internal_solve(self, k, rounds=3, maxiter=60):
@@ -288,8 +270,7 @@ class SoftTree:
             A = prob["A"]
             z0 = np.r_[self.bias[k], self.beta[k, A], self.theta[k]]
             f0, _ = self.internal_objective(z0, prob)
-            res = minimize(self.internal_objective, z0, args=(prob,), jac=True, method=_METHOD,
-                           options={"maxiter": maxiter})
+            res = lbfgs.minimize(lambda z: self.internal_objective(z, prob), z0, maxiter=maxiter)
             if res.fun <= f0:
                 self.bias[k], self.beta[k, A], self.theta[k] = res.x[0], res.x[1:-1], res.x[-1]
             self._clamp(k)
@@ -336,22 +317,11 @@ class SoftTree:
 
     def refit(self, w, cols, rho=None, n_iter=30):
         """Weighted least squares on ``cols`` (+ bias) without the cost term,
-        l1 by IRLS (thesis §3.4.4 fine-tuning).  Returns (beta [P], b)."""
+        l1 by IRLS (thesis §3.4.4 fine-tuning; ``relaxation.refit``).
+        Returns (beta [P], b)."""
         rho = self.rho if rho is None else rho
-        X1 = np.empty((self.n, cols.size + 1))
-        X1[:, :-1] = self.Phi[:, cols]
-        X1[:, -1] = 1.0
-        gram = X1.T @ (w[:, None] * X1)
-        rhs = X1.T @ (w * self.y)
-        reg = np.full(cols.size + 1, 1e-10)
-        z = np.linalg.solve(gram + np.diag(reg), rhs)
-        for _ in range(n_iter if rho > 0 else 0):
-            d = np.r_[rho / np.maximum(np.abs(z[:-1]), 1e-8), 0.0]
-            z_new = np.linalg.solve(gram + np.diag(d + reg), rhs)
-            if np.max(np.abs(z_new - z)) < 1e-10:
-                z = z_new
-                break
-            z = z_new
+        _, gram, rhs = design(self.Phi, cols, w, self.y)
+        z = refit(gram, rhs, rho, n_iter=n_iter)
         beta = np.zeros(self.P)
-        beta[cols] = z[:-1]
-        return beta, float(z[-1])
+        beta[cols] = z[1:]
+        return beta, float(z[0])

@@ -1,0 +1,327 @@
+"""Linear algebra whose reduction order is skinflint's, not the BLAS's.
+
+A BLAS or LAPACK routine is free to sum in any order: OpenBLAS picks a kernel
+per CPU (``OPENBLAS_CORETYPE``), splits work across threads, and unrolls each
+kernel its own way, so ``a @ b`` can differ in the last bits from one machine
+or thread count to the next, and a trainer that branches on such a value
+(a clamp, an active set, a line search) then produces different model bytes.
+Every product, Gram matrix and factorisation a trainer's result depends on
+goes through this module instead (docs/numerics.md, "Training").
+
+The stated order, for every function: a sum over an index runs serially in
+ascending index order, one accumulator, starting from 0.0, with a separate
+multiply and add (numba compiles without fast-math, so LLVM neither contracts
+to FMA nor reassociates).  Loops that are not reductions (over the output's
+entries) are arranged so that the compiler may vectorise *across* outputs,
+which leaves each output's own order untouched; that is the "blocking" that
+keeps these kernels within a small factor of BLAS on the sizes the trainers
+use.  Results are therefore identical on every CPU, thread count and BLAS
+build (what ``tests/trainers/test_determinism.py`` checks).
+
+All inputs are float64; a 1-D right-hand side is accepted where a 2-D one is
+(columns solved independently, each in the same order).
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+# ---------------------------------------------------------------- products
+
+
+@njit(cache=True)
+def dot(a, b):
+    """sum_i a_i b_i, i ascending."""
+    s = 0.0
+    for i in range(a.shape[0]):
+        s += a[i] * b[i]
+    return s
+
+
+@njit(cache=True)
+def matvec(A, x):
+    """A @ x: out_i = sum_j A_ij x_j, j ascending."""
+    n, m = A.shape
+    out = np.zeros(n)
+    for i in range(n):
+        s = 0.0
+        for j in range(m):
+            s += A[i, j] * x[j]
+        out[i] = s
+    return out
+
+
+@njit(cache=True)
+def rmatvec(A, x):
+    """A.T @ x: out_j = sum_i A_ij x_i, i ascending (rows streamed once,
+    vectorised across j)."""
+    n, m = A.shape
+    out = np.zeros(m)
+    for i in range(n):
+        xi = x[i]
+        for j in range(m):
+            out[j] += A[i, j] * xi
+    return out
+
+
+@njit(cache=True)
+def matmul(A, B):
+    """A @ B: C_ij = sum_k A_ik B_kj, k ascending (vectorised across j)."""
+    n, p = A.shape
+    m = B.shape[1]
+    C = np.zeros((n, m))
+    for i in range(n):
+        for k in range(p):
+            a = A[i, k]
+            for j in range(m):
+                C[i, j] += a * B[k, j]
+    return C
+
+
+@njit(cache=True)
+def tmatmul(A, B):
+    """A.T @ B: C_jl = sum_i A_ij B_il, i ascending."""
+    n, p = A.shape
+    m = B.shape[1]
+    C = np.zeros((p, m))
+    for i in range(n):
+        for j in range(p):
+            a = A[i, j]
+            for l in range(m):
+                C[j, l] += a * B[i, l]
+    return C
+
+
+@njit(cache=True)
+def weighted_gram(A, w):
+    """A.T diag(w) A: G_jl = sum_i (w_i A_ij) A_il, i ascending; the upper
+    triangle is summed and mirrored, so G is exactly symmetric."""
+    n, p = A.shape
+    G = np.zeros((p, p))
+    for i in range(n):
+        wi = w[i]
+        for j in range(p):
+            a = wi * A[i, j]
+            for l in range(j, p):
+                G[j, l] += a * A[i, l]
+    for j in range(p):
+        for l in range(j):
+            G[j, l] = G[l, j]
+    return G
+
+
+@njit(cache=True)
+def sq_distances(A, Bt):
+    """Squared Euclidean distances D_ij = sum_d (A_id - B_jd)^2, d ascending,
+    with ``Bt`` = B.T (contiguous [D, m], so the loop over j vectorises).
+    Exact differences, never the ``|a|^2 + |b|^2 - 2 a.b`` expansion: no
+    cancellation, never negative."""
+    n, D = A.shape
+    m = Bt.shape[1]
+    out = np.zeros((n, m))
+    for i in range(n):
+        for d in range(D):
+            a = A[i, d]
+            for j in range(m):
+                t = a - Bt[d, j]
+                out[i, j] += t * t
+    return out
+
+
+# ---------------------------------------------------------------- factorisations
+
+
+@njit(cache=True)
+def cholesky(A):
+    """Lower Cholesky factor L of a symmetric positive definite A
+    (Cholesky-Crout, column by column; each inner product over k ascending).
+    Returns (L, ok): ok is False, and L partial, when a pivot is <= 0."""
+    n = A.shape[0]
+    L = np.zeros((n, n))
+    for j in range(n):
+        s = A[j, j]
+        for k in range(j):
+            s -= L[j, k] * L[j, k]
+        if not s > 0.0:
+            return L, False
+        d = np.sqrt(s)
+        L[j, j] = d
+        for i in range(j + 1, n):
+            t = A[i, j]
+            for k in range(j):
+                t -= L[i, k] * L[j, k]
+            L[i, j] = t / d
+    return L, True
+
+
+@njit(cache=True)
+def solve_lower(L, B):
+    """L X = B by forward substitution (L lower triangular, B [n, r]);
+    row i: (B_i - sum_{k<i} L_ik X_k) / L_ii, k ascending."""
+    n = L.shape[0]
+    r = B.shape[1]
+    X = np.empty((n, r))
+    for c in range(r):
+        for i in range(n):
+            s = B[i, c]
+            for k in range(i):
+                s -= L[i, k] * X[k, c]
+            X[i, c] = s / L[i, i]
+    return X
+
+
+@njit(cache=True)
+def solve_lower_t(L, B):
+    """L.T X = B by back substitution (L lower triangular, B [n, r]);
+    row i: (B_i - sum_{k>i} L_ki X_k) / L_ii, k ascending."""
+    n = L.shape[0]
+    r = B.shape[1]
+    X = np.empty((n, r))
+    for c in range(r):
+        for i in range(n - 1, -1, -1):
+            s = B[i, c]
+            for k in range(i + 1, n):
+                s -= L[k, i] * X[k, c]
+            X[i, c] = s / L[i, i]
+    return X
+
+
+@njit(cache=True)
+def _lu_solve(A, B):
+    """A X = B by Gaussian elimination with partial pivoting (the first
+    largest |pivot| wins); returns (X, ok)."""
+    n = A.shape[0]
+    r = B.shape[1]
+    M = A.copy()
+    X = B.copy()
+    for j in range(n):
+        p = j
+        best = abs(M[j, j])
+        for i in range(j + 1, n):
+            if abs(M[i, j]) > best:
+                best = abs(M[i, j])
+                p = i
+        if best == 0.0:
+            return X, False
+        if p != j:
+            for k in range(n):
+                M[j, k], M[p, k] = M[p, k], M[j, k]
+            for c in range(r):
+                X[j, c], X[p, c] = X[p, c], X[j, c]
+        for i in range(j + 1, n):
+            f = M[i, j] / M[j, j]
+            if f != 0.0:
+                for k in range(j, n):
+                    M[i, k] -= f * M[j, k]
+                for c in range(r):
+                    X[i, c] -= f * X[j, c]
+    for c in range(r):
+        for i in range(n - 1, -1, -1):
+            s = X[i, c]
+            for k in range(i + 1, n):
+                s -= M[i, k] * X[k, c]
+            X[i, c] = s / M[i, i]
+    return X, True
+
+
+@njit(cache=True)
+def _householder_lstsq(A, B):
+    """min |A X - B| for A [n, p] of full column rank (n >= p), by
+    Householder QR (columns in order, each reflector's sums over rows
+    ascending) and back substitution; returns (X [p, r], ok)."""
+    n, p = A.shape
+    r = B.shape[1]
+    R = A.copy()
+    Y = B.copy()
+    for j in range(p):
+        nrm = 0.0
+        for i in range(j, n):
+            nrm += R[i, j] * R[i, j]
+        nrm = np.sqrt(nrm)
+        if nrm == 0.0:
+            return Y[:p], False
+        alpha = -nrm if R[j, j] >= 0.0 else nrm
+        v0 = R[j, j] - alpha
+        # v = (v0, R[j+1:, j]); H = I - 2 v v' / (v'v), v'v = -2 alpha v0
+        vv = -2.0 * alpha * v0
+        R[j, j] = alpha
+        for k in range(j + 1, p):
+            s = v0 * R[j, k]
+            for i in range(j + 1, n):
+                s += R[i, j] * R[i, k]
+            f = 2.0 * s / vv
+            R[j, k] -= f * v0
+            for i in range(j + 1, n):
+                R[i, k] -= f * R[i, j]
+        for c in range(r):
+            s = v0 * Y[j, c]
+            for i in range(j + 1, n):
+                s += R[i, j] * Y[i, c]
+            f = 2.0 * s / vv
+            Y[j, c] -= f * v0
+            for i in range(j + 1, n):
+                Y[i, c] -= f * R[i, j]
+    X = np.empty((p, r))
+    for c in range(r):
+        for i in range(p - 1, -1, -1):
+            s = Y[i, c]
+            for k in range(i + 1, p):
+                s -= R[i, k] * X[k, c]
+            X[i, c] = s / R[i, i]
+    return X, True
+
+
+# ---------------------------------------------------------------- Python entry points
+
+
+def _as2d(b):
+    b = np.asarray(b, np.float64)
+    return np.ascontiguousarray(b[:, None] if b.ndim == 1 else b), b.ndim == 1
+
+
+def cho_solve(L, b):
+    """x with (L L') x = b, L from :func:`cholesky`."""
+    B, vec = _as2d(b)
+    X = solve_lower_t(L, solve_lower(L, B))
+    return X[:, 0] if vec else X
+
+
+def spd_solve(A, b, jitter=0.0):
+    """x with (A + jitter*s I) x = b for a symmetric positive semi-definite A,
+    s the mean of diag(A) (at least the smallest normal float).  When the
+    Cholesky factorisation meets a pivot <= 0 the jitter grows tenfold (from
+    1e-12 of s if it was 0) until it succeeds, a deterministic sequence, so a
+    singular system gets the same answer everywhere."""
+    A = np.ascontiguousarray(A, np.float64)
+    n = A.shape[0]
+    scale = max(float(np.mean(np.diag(A))) if n else 1.0, np.finfo(float).tiny)
+    eps = float(jitter)
+    idx = np.arange(n)
+    for _ in range(40):
+        M = A.copy()
+        if eps > 0:
+            M[idx, idx] += eps * scale
+        L, ok = cholesky(M)
+        if ok:
+            return cho_solve(L, b)
+        eps = 1e-12 if eps == 0 else eps * 10.0
+    raise np.linalg.LinAlgError("spd_solve: the matrix is not positive semi-definite (non-finite entries?)")
+
+
+def solve(A, b):
+    """x with A x = b for a square non-singular A (LU, partial pivoting)."""
+    B, vec = _as2d(b)
+    X, ok = _lu_solve(np.ascontiguousarray(A, np.float64), B)
+    if not ok:
+        raise np.linalg.LinAlgError("solve: the matrix is singular")
+    return X[:, 0] if vec else X
+
+
+def lstsq(A, b):
+    """Least squares for A of full column rank (Householder QR); raises
+    LinAlgError on a zero column."""
+    B, vec = _as2d(b)
+    X, ok = _householder_lstsq(np.ascontiguousarray(A, np.float64), B)
+    if not ok:
+        raise np.linalg.LinAlgError("lstsq: the matrix does not have full column rank")
+    return X[:, 0] if vec else X
