@@ -6,10 +6,20 @@ at several lambda and Early Exit, prints accuracy against mean and static
 cost, picks the cheapest model within one point of GBRT, compiles it to ONNX
 and C, verifies ONNX and C (dense and on-demand) against the reference on the
 test split, and writes the model, the artifacts and two plots to ``out_dir``.
+
+``python -m skinflint.demo --readme README.md`` runs the full demo and puts
+what it prints into the README (between its ``demo output`` markers) and
+its two plots into ``docs/img``; ``tests/test_readme.py`` runs the demo and
+compares its output with the README's.
 """
 from __future__ import annotations
 
+import contextlib
+import io
 import os
+import re
+import shutil
+import sys
 import time
 
 
@@ -119,3 +129,69 @@ done in {time.perf_counter() - t0:.0f} s; parity {'OK' if report.ok else 'FAILED
     if not report.ok:
         raise RuntimeError("parity check failed: see the table above")
     return report
+
+
+# ---------------------------------------------------------------- the README's copy
+
+README_START = "<!-- demo output: regenerate with `python -m skinflint.demo --readme README.md` -->"
+README_END = "<!-- end of demo output -->"
+README_PLOTS = {"cost_accuracy.png": "spambase_cost_accuracy.png",
+                "feature_costs.png": "spambase_feature_costs.png"}
+_ELAPSED = re.compile(r"^done in \d+ s;", re.M)
+
+
+def comparable(output: str) -> str:
+    """Demo output without what differs from run to run (the elapsed time)."""
+    return _ELAPSED.sub("done in N s;", output)
+
+
+def readme_output(readme_text: str) -> str:
+    """The demo output the README shows (the code block between the markers)."""
+    try:
+        block = readme_text.split(README_START, 1)[1].split(README_END, 1)[0]
+    except IndexError:
+        raise ValueError(f"README: no demo output between {README_START!r} and {README_END!r}") from None
+    body = block.strip()
+    if not (body.startswith("```\n") and body.endswith("\n```")):
+        raise ValueError("README: the demo output is not one fenced code block")
+    return body[4:-3]
+
+
+def with_output(readme_text: str, output: str) -> str:
+    """The README with ``output`` as its demo output."""
+    head, rest = readme_text.split(README_START, 1)
+    tail = rest.split(README_END, 1)[1]
+    return f"{head}{README_START}\n```\n{output.rstrip()}\n```\n{README_END}{tail}"
+
+
+def captured_demo(out_dir="skinflint-demo", quick=False) -> str:
+    """What ``run_demo`` prints."""
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        run_demo(out_dir=out_dir, quick=quick)
+    return buf.getvalue()
+
+
+def update_readme(readme_path, out_dir="skinflint-demo"):
+    """Run the full demo from the README's folder and write its output and
+    plots into the README and ``docs/img`` beside it."""
+    root = os.path.dirname(os.path.abspath(readme_path))
+    here = os.getcwd()
+    os.chdir(root)   # the demo prints paths relative to where it runs, as a user sees them
+    try:
+        output = captured_demo(out_dir)
+    finally:
+        os.chdir(here)
+    with open(readme_path, encoding="utf-8") as fh:
+        text = fh.read()
+    with open(readme_path, "w", encoding="utf-8") as fh:
+        fh.write(with_output(text, output))
+    for src, dst in README_PLOTS.items():
+        shutil.copyfile(os.path.join(root, out_dir, src), os.path.join(root, "docs", "img", dst))
+    return output
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] != ["--readme"] or len(sys.argv) != 3:
+        sys.exit("usage: python -m skinflint.demo --readme README.md")
+    print(update_readme(sys.argv[2]), end="")
