@@ -22,7 +22,6 @@ import shutil
 import sys
 import time
 
-
 LAMBDAS = (0.0, 3e-4, 1e-3, 1.5e-3, 2e-3, 3e-3)
 
 
@@ -36,12 +35,21 @@ def _data():
 
 
 def run_demo(out_dir="skinflint-demo", quick=False):
-    from . import ir
     import onnx
+
+    from . import ir
     from .compilers.c import compile_c
     from .compilers.onnx import compile_onnx
-    from .trainers import (ASTCClassifier, CronusClassifier, CSCCClassifier, CSTCClassifier,
-                           EarlyExitClassifier, GreedyMiserClassifier, cost_accuracy_curve, format_table)
+    from .trainers import (
+        ASTCClassifier,
+        CronusClassifier,
+        CSCCClassifier,
+        CSTCClassifier,
+        EarlyExitClassifier,
+        GreedyMiserClassifier,
+        cost_accuracy_curve,
+        format_table,
+    )
     from .verify import verify
     t0 = time.perf_counter()
     os.makedirs(out_dir, exist_ok=True)
@@ -53,7 +61,7 @@ def run_demo(out_dir="skinflint-demo", quick=False):
           f"(all features up front cost {ds.feature_costs.sum() + ds.group_costs.sum():g})")
     params = dict(n_estimators=40 if quick else 150, max_depth=4, feature_costs=ds.costs, random_state=0)
     lambdas = (0.0, 1e-3) if quick else LAMBDAS
-    print(f"[2/5] training GBRT and Greedy Miser at lambda = {', '.join(f'{l:g}' for l in lambdas)}"
+    print(f"[2/5] training GBRT and Greedy Miser at lambda = {', '.join(f'{lam:g}' for lam in lambdas)}"
           " (trees chosen on validation), Early Exit, the Cronus and CSCC cascades, and the CSTC and "
           "ASTC trees of classifiers")
     split = (train.X, train.y, val.X, val.y, test.X, test.y)

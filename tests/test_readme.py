@@ -24,7 +24,7 @@ def test_first_snippet_prints_what_it_claims(tmp_path, monkeypatch):
     lines = _run(code, tmp_path, monkeypatch)
     claimed = re.findall(r"print\(.*\)\s+# (.*)", code)
     assert len(lines) == len(claimed)
-    for got, want in zip(lines, claimed):
+    for got, want in zip(lines, claimed, strict=True):
         assert got.strip() == want.split(":")[0].strip()
     assert (tmp_path / "model.json").exists()
 
