@@ -124,7 +124,9 @@ def test_sum_ensemble_adds_packed_integer_votes_exactly():
     weight[1::3], weight[2::3] = w[:, 0], w[:, 1]
     forest = Forest(tree, feature, z(3 * T, np.float32), z(3 * T, np.int64), left, right, target, weight,
                     np.arange(3 * T))
-    for op, ml in (("TreeEnsemble", 5), ("TreeEnsembleRegressor", 3)):
+    # TreeEnsemble from onnxruntime 1.24 (docs/onnx.md): older ones refuse it or misread it
+    new = tuple(int(v) for v in ort.__version__.split(".")[:2]) >= (1, 24)
+    for op, ml in ((("TreeEnsemble", 5),) if new else ()) + (("TreeEnsembleRegressor", 3),):
         y = run(lambda g, a, op=op: tree_ensemble(g, a, forest, 8, op), {"x": x}, F32, F32, ml=ml)
         want = np.zeros((n, 8))
         for t in range(T):
