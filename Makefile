@@ -43,5 +43,19 @@ compare-quick: install
 examples: install
 	$(BIN)/python examples/models/build_examples.py
 
+# ONNX where users' runtimes are (docs/onnx.md): every onnxruntime minor from
+# 1.16 runs the graphs exactly (wheels cached in ~/.cache/skinflint-compat), and
+# the ONNX tests pass at the declared dependency floors (build/floor)
+FLOOR := numpy==1.26.4 scipy==1.11.4 numba==0.59.1 onnx==1.16.2 onnxruntime==1.16.3 scikit-learn==1.6.0 \
+         jinja2==3.1.2 tqdm==4.66.1 threadpoolctl==3.1.0
+.PHONY: onnx-compat
+onnx-compat: install
+	$(BIN)/python -m tests.compat.ort_matrix
+	test -x build/floor/bin/python || { $(PYTHON) -m venv build/floor && \
+	  build/floor/bin/pip install -q --only-binary :all: "setuptools>=68" wheel pytest hypothesis $(FLOOR); }
+	build/floor/bin/pip install -q --no-deps --no-build-isolation -e .
+	build/floor/bin/python -m pytest -q -p no:cacheprovider tests/compilers/test_onnx_primitives.py \
+	  tests/parity/test_onnx.py -k "examples_match or empty_batch or ort_format or targets or without_budget or packing"
+
 clean:
 	rm -rf $(VENV) skinflint-demo compare-results compare-results-quick .pytest_cache build *.egg-info docs/api/_build
