@@ -385,3 +385,46 @@ def bench_c(booster, model, X, T, n_rows):
 
 if __name__ == "__main__":
     main()
+
+
+# -- ONNX targets (issue 33): the graph without tree operators beside the tree-operator forms ------------------
+def bench_onnx_targets(n_rows, n_features, rounds=3):
+    """Rows/s of the exact (budget +inf) and fast graphs of each compile
+    target on synthetic_model's trees, best of ``rounds`` interleaved, one
+    session alive at a time; in brackets, time relative to the default
+    target's (docs/onnx.md)."""
+    import time
+
+    import onnxruntime as ort
+
+    from skinflint.compilers.onnx import compile_onnx
+    from skinflint.compilers.onnx_trees import DEFAULT_TARGET, TARGETS
+    X = np.random.default_rng(1).normal(size=(n_rows, n_features)).astype(np.float32)
+    feeds = {"exact": {"X": X, "budget": np.full(n_rows, np.inf)}, "fast": {"X": X}}
+    for T in (100, 1000):
+        model = synthetic_model(T, n_features)
+        protos = {(t, m): compile_onnx(model, target=t, mode=m).SerializeToString()
+                  for m in feeds for t in TARGETS}
+        best = dict.fromkeys(protos, np.inf)
+        for _ in range(rounds):
+            for (t, m), proto in protos.items():
+                sess = ort.InferenceSession(proto, providers=["CPUExecutionProvider"])
+                sess.run(None, {k: v[:16] for k, v in feeds[m].items()})
+                t0 = time.perf_counter()
+                sess.run(None, feeds[m])
+                best[(t, m)] = min(best[(t, m)], time.perf_counter() - t0)
+                del sess
+        print(f"\nONNX targets, {T} synthetic depth-6 trees, {n_rows} rows: rows/s (time vs {DEFAULT_TARGET})")
+        for (t, m), s in best.items():
+            print(f"  {m:<5} {t:<17} {n_rows / s:>12,.0f}  ({s / best[(DEFAULT_TARGET, m)]:.2f}x)")
+
+
+if __name__ == "__main__":
+    _args = argparse.ArgumentParser(add_help=False)
+    for _opt in ("--save", "--against", "--only"):
+        _args.add_argument(_opt)
+    _args.add_argument("--rows", type=int, default=20_000)
+    _args.add_argument("--features", type=int, default=50)
+    _args = _args.parse_known_args()[0]
+    if not (_args.save or _args.against or _args.only == "c"):
+        bench_onnx_targets(_args.rows, _args.features)
