@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .histogram import build_level, new_level, node_sums, subtract_level
+from .histogram import build_level, hot_bins, new_level, node_sums, subtract_level
 from .partition import partition
 from .splitting import level_splits
 
@@ -72,8 +72,9 @@ def grow(binned, n_bins, rows, g, h, *, max_depth, min_samples_leaf, l2, penalty
         return tree
     frontier = [(0, 0, order.shape[0])]
     hist = new_level(1, F)
+    hot = hot_bins(binned)
     first = np.zeros(1, np.int64)
-    build_level(binned, order, first, np.array([order.shape[0]], np.int64), first, g, h, active, *hist)
+    build_level(binned, order, first, np.array([order.shape[0]], np.int64), first, g, h, active, hot, *hist)
     for depth in range(max_depth):
         sums = np.array([tree.sums[nid] for nid, _, _ in frontier], np.float64)
         brackets, bins, mleft, left_sums = level_splits(*hist, n_bins, sums, l2, min_samples_leaf, active)
@@ -120,7 +121,7 @@ def grow(binned, n_bins, rows, g, h, *, max_depth, min_samples_leaf, l2, penalty
         slots = np.array([a if a is not None else next(extra) for _, _, a in small], np.int64)
         new = new_level(len(nxt) + sum(a is None for _, _, a in small), F)
         build_level(binned, order, np.array([s for s, _, _ in small], np.int64),
-                    np.array([e for _, e, _ in small], np.int64), slots, g, h, active, *new)
+                    np.array([e for _, e, _ in small], np.int64), slots, g, h, active, hot, *new)
         if pairs:
             p = np.array(pairs, np.int64).reshape(-1, 3)
             subtract_level(*hist, p[:, 0], *new, slots[p[:, 1]], p[:, 2])

@@ -8,7 +8,14 @@ import pytest
 
 from skinflint.trainers.boosting import partition as partition_mod
 from skinflint.trainers.boosting.binning import MISSING_BIN, bin_data, find_thresholds, pack_thresholds
-from skinflint.trainers.boosting.histogram import build_histograms, build_level, new_level, node_sums, subtract_level
+from skinflint.trainers.boosting.histogram import (
+    build_histograms,
+    build_level,
+    hot_bins,
+    new_level,
+    node_sums,
+    subtract_level,
+)
 from skinflint.trainers.boosting.partition import partition
 from skinflint.trainers.boosting.predictor import add_leaf_values, predict_binned
 from skinflint.trainers.boosting.splitting import best_splits, level_splits
@@ -69,13 +76,14 @@ def test_a_level_builds_each_node_and_subtracts_each_sibling():
     bounds = [0, 1700, 1701, 3000, 5000]   # four nodes, one of a single row
     for a, b in zip(bounds[:-1], bounds[1:]):
         order[a:b].sort()
+    no_hot = np.full(4, -1)
     parent = new_level(2, 4)
     build_level(binned, order, np.array([0, 1701]), np.array([1701, 5000]), np.array([1, 0]), g, h, active,
-                *parent)
+                no_hot, *parent)
     level = new_level(4, 4)
     # nodes 0 and 3 built into slots 2 and 0; their siblings 1 and 2 subtracted into slots 3 and 1
     build_level(binned, order, np.array([0, 3000]), np.array([1700, 5000]), np.array([2, 0]), g, h, active,
-                *level)
+                no_hot, *level)
     subtract_level(*parent, np.array([1, 0]), *level, np.array([2, 0]), np.array([3, 1]))
     for slot, (a, b) in zip([2, 3, 1, 0], zip(bounds[:-1], bounds[1:])):
         want = _numpy_hist(binned, order[a:b], g, h)
@@ -84,6 +92,20 @@ def test_a_level_builds_each_node_and_subtracts_each_sibling():
             np.testing.assert_allclose(got[active], w[active], rtol=1e-12, atol=1e-9)
             assert not got[~active].any()
         np.testing.assert_array_equal(level[2][slot][active], want[2][active])   # counts exact
+
+
+@pytest.mark.parametrize("n_rows", [5000, 3001, 1])    # the dense root, gathered rows, a single row
+def test_hot_bins_sum_bit_for_bit_as_plain_bins(n_rows):
+    rng, binned, g, h = _data()
+    binned[0, rng.random(5000) < 0.7] = 3                  # sparse columns: one bin holds most rows
+    binned[2, rng.random(5000) < 0.4] = MISSING_BIN
+    binned[3, rng.random(5000) < 0.9] = 0
+    hot = hot_bins(binned)
+    assert list(hot) == [3, -1, MISSING_BIN, 0]
+    rows = np.sort(rng.choice(5000, n_rows, replace=False)).astype(np.int32)
+    active = np.ones(4, bool)
+    for a, b in zip(build_histograms(binned, rows, g, h, active, hot), build_histograms(binned, rows, g, h, active)):
+        np.testing.assert_array_equal(a, b)   # the same additions in the same order: no tolerance
 
 
 @pytest.mark.parametrize("parallel", [False, True])
