@@ -1,98 +1,150 @@
-"""Training time and accuracy: skinflint GBRT / Greedy Miser against
-scikit-learn's HistGradientBoostingClassifier, LightGBM (with and without
-its CEGB cost penalties) and XGBoost hist, on the same data, in one run.
+"""Training time: skinflint GBRT and Greedy Miser against scikit-learn's
+HistGradientBoostingClassifier, LightGBM and XGBoost hist, side by side in
+one run, at given thread counts (issue 29).
 
-    python benchmarks/bench_train.py [--rows 200000] [--features 50]
+    python benchmarks/bench_train.py --scale 200k --threads 1,2,all [--repeat 3]
 
-Settings (issue 4): 100 trees, depth 6 (sklearn/LightGBM: 63 leaves), 255
-bins, learning rate 0.1, binary log-loss, float32 data.  The first skinflint
-fit is timed separately: it includes numba's compile (cached on disk after).
+Scales: ``small`` (20,000 x 100, a quick check), ``200k`` (200,000 x 100,
+dense Gaussian features) and ``yahoo`` (473,134 x 519 Yahoo-LTR-shaped rows,
+sparse: each feature is zero below a random quantile between 20 % and 95 %,
+as LTR features are, and the task is relevance >= 3).  Settings: 100 trees,
+depth 6 (63 leaves), 255 bins, learning rate 0.1, binary log-loss, float32
+dense X, at least 20 rows per leaf; Greedy Miser with cost_tradeoff 1e-3
+(lambda > 0: the cost penalty is in its split search).
+
+Every round fits every trainer once, in an order that rotates by round, so a
+slow spell of a shared machine does not land on one trainer; the table
+quotes each trainer's median wall time over the rounds and the ratio of
+skinflint's to the fastest anchor's.  The first skinflint fit (numba's
+compile or cache load) happens before any timing.
 """
 import argparse
 import os
+import time
 
 import numpy as np
 
-from common import timed  # benchmarks/common.py, beside this script
+SCALES = {"small": (20_000, 100), "200k": (200_000, 100), "yahoo": (473_134, 519)}
+HOLDOUT = 20_000
 
 
-def make_data(n, f, seed=0):
+def make_dense(n, f, seed=0):
+    """Gaussian features, a logistic target with interactions, costs 1-20."""
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(n, f)).astype(np.float32)
     w = rng.normal(size=f) * (rng.random(f) < 0.3)
     logit = X @ w + np.sin(2 * X[:, 0]) * 2 + X[:, 1] * X[:, 2]
     y = (logit + rng.logistic(size=n) > 0).astype(np.int64)
-    costs = np.round(rng.uniform(1, 20, size=f))
-    return X, y, costs
+    return X, y, np.round(rng.uniform(1, 20, size=f))
 
 
-def trainers(T, costs):
-    """(name, make estimator, static cost of a fitted one) per contender."""
+def make_yahoo(n, f, seed=0):
+    """Yahoo-LTR-shaped rows (skinflint.datasets.make_yahoo_like, its costs)
+    made sparse: feature j keeps its values above its q_j quantile and is an
+    exact zero below, q_j ~ U(0.2, 0.95)."""
+    from skinflint.datasets import make_yahoo_like
+    ds = make_yahoo_like(int(n / 23.0) + 1, f, seed=seed)
+    X, y = ds.X[:n], (ds.y[:n] >= 3).astype(np.int64)
+    rng = np.random.default_rng(seed + 1)
+    q = rng.uniform(0.2, 0.95, f)
+    for a in range(0, f, 64):     # column blocks keep the temporaries small
+        b = min(a + 64, f)
+        cut = np.quantile(X[:20_000, a:b], q[a:b], axis=0).diagonal().astype(np.float32)
+        X[:, a:b][X[:, a:b] <= cut] = 0.0
+    return np.ascontiguousarray(X), y, np.asarray(ds.feature_costs[:f], np.float64)
+
+
+def contenders(T, costs, threads):
+    """(name, is an anchor, make an estimator) per trainer."""
     from skinflint.trainers import GreedyMiserClassifier
 
     def sk(lam):
-        return lambda: GreedyMiserClassifier(n_estimators=T, max_depth=6, min_samples_leaf=20,
-                                             learning_rate=0.1, cost_tradeoff=lam, feature_costs=costs,
+        return lambda: GreedyMiserClassifier(n_estimators=T, max_depth=6, min_samples_leaf=20, learning_rate=0.1,
+                                             max_bins=255, cost_tradeoff=lam, feature_costs=costs,
                                              random_state=0, verbose=0)
-    out = [("skinflint GBRT (lambda=0)", sk(0.0), lambda m: m.static_cost_),
-           ("skinflint Greedy Miser (lambda=1e-3)", sk(1e-3), lambda m: m.static_cost_)]
+    out = [("skinflint GBRT", False, sk(0.0)), ("skinflint Greedy Miser (lambda 1e-3)", False, sk(1e-3))]
     from sklearn.ensemble import HistGradientBoostingClassifier
-    out.append(("sklearn HistGradientBoosting", lambda: HistGradientBoostingClassifier(
-        max_iter=T, max_leaf_nodes=63, max_depth=6, learning_rate=0.1, max_bins=255,
-        early_stopping=False, random_state=0), lambda m: float(costs.sum())))
+    out.append(("sklearn HGB", True, lambda: HistGradientBoostingClassifier(
+        max_iter=T, max_leaf_nodes=63, max_depth=6, learning_rate=0.1, max_bins=255, min_samples_leaf=20,
+        early_stopping=False, random_state=0)))
     try:
         import lightgbm as lgb
-        base = dict(n_estimators=T, num_leaves=63, max_depth=6, learning_rate=0.1, max_bin=255,
-                    min_child_samples=20, verbose=-1, random_state=0)
-        out.append(("LightGBM", lambda: lgb.LGBMClassifier(**base), lambda m: float(costs.sum())))
-
-        def used_cost(m):
-            return float(costs[m.booster_.feature_importance("split") > 0].sum())
-        out.append(("LightGBM CEGB (tradeoff 1)", lambda: lgb.LGBMClassifier(
-            **base, cegb_tradeoff=1.0, cegb_penalty_feature_coupled=list(costs)), used_cost))
+        out.append(("LightGBM", True, lambda: lgb.LGBMClassifier(
+            n_estimators=T, num_leaves=63, max_depth=6, learning_rate=0.1, max_bin=255, min_child_samples=20,
+            n_jobs=threads, verbose=-1, random_state=0)))
     except ImportError:
         print("(LightGBM not installed: pip install lightgbm)")
     try:
         import xgboost as xgb
-        out.append(("XGBoost hist", lambda: xgb.XGBClassifier(
-            n_estimators=T, max_depth=6, learning_rate=0.1, tree_method="hist", max_bin=255,
-            random_state=0), lambda m: float(costs.sum())))
+        out.append(("XGBoost hist", True, lambda: xgb.XGBClassifier(
+            n_estimators=T, max_depth=6, learning_rate=0.1, tree_method="hist", max_bin=255, n_jobs=threads,
+            random_state=0)))
     except ImportError:
         print("(XGBoost not installed: pip install xgboost)")
     return out
 
 
+def fit_timed(make, threads, X, y):
+    """(model, wall s, process CPU s) of one fit on ``threads`` threads."""
+    import numba
+    from threadpoolctl import threadpool_limits
+    numba.set_num_threads(threads)
+    with threadpool_limits(limits=threads):   # OpenMP (scikit-learn) and BLAS
+        w, c = time.perf_counter(), time.process_time()
+        model = make().fit(X, y)
+        return model, time.perf_counter() - w, time.process_time() - c
+
+
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--rows", type=int, default=200_000)
-    ap.add_argument("--features", type=int, default=50)
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--scale", choices=sorted(SCALES), default="200k")
+    ap.add_argument("--threads", default="1,2,all", help="comma-separated thread counts; 'all' is every core")
     ap.add_argument("--trees", type=int, default=100)
-    ap.add_argument("--repeat", type=int, default=3,
-                    help="rounds; each round fits every trainer once, and the best round counts")
+    ap.add_argument("--repeat", type=int, default=3, help="rounds; each fits every trainer once")
     args = ap.parse_args()
-    X, y, costs = make_data(args.rows + 50_000, args.features)
-    Xtr, ytr, Xte, yte = X[:args.rows], y[:args.rows], X[args.rows:], y[args.rows:]
-    contenders = trainers(args.trees, costs)
+    import numba
+    cores = os.cpu_count()
+    threads = sorted({min(cores, numba.config.NUMBA_NUM_THREADS) if t == "all" else int(t)
+                      for t in args.threads.split(",")})
+    n, f = SCALES[args.scale]
+    X, y, costs = (make_yahoo if args.scale == "yahoo" else make_dense)(n + HOLDOUT, f)
+    Xtr, ytr, Xte, yte = X[:-HOLDOUT], y[:-HOLDOUT], X[-HOLDOUT:], y[-HOLDOUT:]
+    zeros = float((Xtr[:50_000] == 0).mean())
     from skinflint.trainers import GreedyMiserClassifier
-    _, t_first = timed(lambda: GreedyMiserClassifier(n_estimators=2, verbose=0).fit(Xtr[:2000], ytr[:2000]))
-    # rounds interleave the trainers, so a slow spell of a shared machine
-    # does not land on one of them; the minimum is the least disturbed run
-    times = {name: [] for name, _, _ in contenders}
-    fitted = {}
-    for _ in range(args.repeat):
-        for name, make, _ in contenders:
-            fitted[name], t = timed(lambda: make().fit(Xtr, ytr))
-            times[name].append(t)
-    ref = min(times["sklearn HistGradientBoosting"])
-    print(f"{args.rows} rows x {args.features} features, {args.trees} trees, {os.cpu_count()} cores, "
-          f"best of {args.repeat} rounds")
-    print(f"skinflint first fit on 2000 rows (numba compile or cache load): {t_first:.2f} s")
-    print(f"{'trainer':<38} {'best s':>7} {'x sklearn':>10} {'all rounds s':>20} {'accuracy':>9} {'static cost':>12}")
-    for name, _, static_cost in contenders:
-        m, ts = fitted[name], times[name]
-        rounds = " ".join(f"{t:.2f}" for t in ts)
-        print(f"{name:<38} {min(ts):>7.2f} {min(ts) / ref:>10.2f} {rounds:>20} "
-              f"{m.score(Xte, yte):>9.4f} {static_cost(m):>12.1f}")
+    _, t_first, _ = fit_timed(lambda: GreedyMiserClassifier(n_estimators=2, verbose=0), 1, Xtr[:2000], ytr[:2000])
+    load0 = os.getloadavg()[0]
+    rows = []
+    for t in threads:
+        entries = contenders(args.trees, costs, t)
+        wall = {name: [] for name, _, _ in entries}
+        cpu = {name: [] for name, _, _ in entries}
+        acc = {}
+        for r in range(args.repeat):
+            for name, _, make in entries[r % len(entries):] + entries[:r % len(entries)]:
+                model, w, c = fit_timed(make, t, Xtr, ytr)
+                wall[name].append(w)
+                cpu[name].append(c)
+                acc[name] = model.score(Xte, yte)
+                print(f"  threads {t} round {r + 1}: {name:<38} {w:7.2f} s wall {c:7.2f} s CPU", flush=True)
+        rows.append((t, entries, {k: np.median(v) for k, v in wall.items()},
+                     {k: np.median(v) for k, v in cpu.items()}, acc))
+    load1 = os.getloadavg()[0]
+    print(f"\n{Xtr.shape[0]:,} x {f} ({args.scale}; {zeros:.0%} exact zeros), {args.trees} trees, depth 6 / 63 leaves, "
+          f"255 bins, lr 0.1, binary log-loss; {cores} cores, load average {load0:.1f} at start, {load1:.1f} at end; "
+          f"median of {args.repeat} interleaved rounds; skinflint first fit (compile/cache load) {t_first:.1f} s")
+    names = [name for name, _, _ in rows[0][1]]
+    anchors = [name for name, anchor, _ in rows[0][1] if anchor]
+    print("| threads | " + " | ".join(names) + " | GBRT / fastest | Greedy Miser / fastest |")
+    print("|---" * (len(names) + 3) + "|")
+    for t, _, w, _, _ in rows:
+        fastest = min(w[a] for a in anchors)
+        print(f"| {t} | " + " | ".join(f"{w[k]:.1f} s" for k in names)
+              + f" | {w[names[0]] / fastest:.2f}x | {w[names[1]] / fastest:.2f}x |")
+    print("\nprocess CPU seconds (median), and held-out accuracy:")
+    for t, _, _, c, a in rows:
+        print(f"  threads {t}: " + "; ".join(f"{k} {c[k]:.1f} s / {a[k]:.4f}" for k in names))
+    if cores < 8:
+        print(f"\n(only {cores} cores here: no many-core figures in this run)")
 
 
 if __name__ == "__main__":
