@@ -41,10 +41,26 @@ import numpy as np
 from ..ir import builders
 from ..ir.nodes import TreesNode
 from . import _prune_kernels as K
+from ._loss_refit import LOGISTIC, SQUARED, refit_and_losses
 from ._routing import path_errors, route_bank
 
 DEFAULT_ITERATIONS = 40
 LOSSES = {"error": 0, "brier": 1, "squared": 2}
+
+
+def _ensemble(model, bank, ensemble):
+    """"forest" (trees averaged: a divisor) or "boosted" (trees summed)."""
+    if ensemble == "auto":
+        ensemble = "forest" if bank.divisor != 1.0 or bank.n_trees == 1 else "boosted"
+    if ensemble not in ("forest", "boosted"):
+        raise ValueError(f"ensemble: {ensemble!r}; expected 'auto', 'forest' or 'boosted'")
+    if ensemble == "boosted" and not (bank.n_outputs == 1 and (
+            model.task.kind == "regression" or (model.task.kind == "binary"
+                                                and model.task.transform == "logistic"))):
+        raise ValueError("pruning a boosted ensemble refits its leaves to a binary logistic or a squared "
+                         f"loss; this model is a {model.task.kind} with {bank.n_outputs} outputs and a "
+                         f"{model.task.transform} transform")
+    return ensemble
 
 
 @dataclass
@@ -120,7 +136,7 @@ def _node_values(bank, node_rows, leaf_of, order, ooff, mode):
 class _Problem:
     """Everything about (bank, validation rows) that does not depend on lambda."""
 
-    def __init__(self, model, X, y, node_values="auto", loss="error"):
+    def __init__(self, model, X, y, node_values="auto", loss="error", ensemble="auto"):
         bank = _bank(model)
         X = np.ascontiguousarray(np.asarray(X, np.float64).astype(np.float32))
         if X.ndim != 2 or X.shape[1] != model.n_features:
@@ -128,6 +144,7 @@ class _Problem:
         if len(y) != X.shape[0] or X.shape[0] == 0:
             raise ValueError(f"y: {len(y)} labels for {X.shape[0]} rows")
         self.model, self.bank, self.N = model, bank, X.shape[0]
+        self.arrays = (bank.left.astype(np.int64), bank.right.astype(np.int64), bank.feature.astype(np.int64))
         unit_of, group_of, self.unit_cost = _units(model)
         f, thr, lft, rgt = bank.feature.astype(np.int64), bank.threshold, bank.left.astype(np.int64), \
             bank.right.astype(np.int64)
@@ -137,9 +154,23 @@ class _Problem:
         self.order, self.ooff = K.preorder(roots, lft, rgt, f, per_tree)
         node_rows, leaf_of, t_node, t_unit, t_row, self.toff = route_bank(
             f, thr, lft, rgt, ml, roots, X, unit_of, group_of, len(self.unit_cost))
+        y_class, y_value, classify = _labels(model, y)
+        self.ensemble = _ensemble(model, bank, ensemble)
+        if self.ensemble == "boosted":
+            if node_values not in ("auto", "refit"):
+                raise ValueError(f"node_values={node_values!r}: a boosted ensemble's pruned nodes are refitted "
+                                 "to its loss (node_values='auto' or 'refit')")
+            kind = LOGISTIC if classify else SQUARED
+            target = y_class.astype(np.float64) if classify else y_value
+            value, loss, _ = refit_and_losses(f, thr, lft, rgt, ml, roots, X, leaf_of,
+                                              np.asarray(bank.value[:, 0], np.float64),
+                                              float(bank.base_score[0]), target, kind)
+            self.value, self.node_values, self.loss = value[:, None], "loss-refit", "ensemble"
+            self.err = loss / self.N
+            self._segments(t_node, t_unit, t_row)
+            return
         self.value, self.node_values = _node_values(bank, node_rows, leaf_of, self.order, self.ooff,
                                                     node_values)
-        y_class, y_value, classify = _labels(model, y)
         if loss not in LOSSES:
             raise ValueError(f"loss: {loss!r}; expected one of {list(LOSSES)}")
         if not classify:
@@ -150,7 +181,10 @@ class _Problem:
         self.loss = loss
         err = path_errors(f, thr, lft, rgt, ml, roots, X, self.value, y_class, y_value, LOSSES[loss])
         self.err = err / (self.N * bank.n_trees)
-        # (unit, row) segments: the triples of one (u, i) across trees
+        self._segments(t_node, t_unit, t_row)
+
+    def _segments(self, t_node, t_unit, t_row):
+        """(unit, row) segments: the triples of one (u, i) across trees."""
         key = t_unit.astype(np.int64) * self.N + t_row
         self.by_key = np.argsort(key, kind="stable")
         sk = key[self.by_key]
@@ -161,7 +195,6 @@ class _Problem:
         self.seg_cost = self.unit_cost[sk[starts] // self.N] if len(starts) else np.zeros(0)
         self.t_node, self.t_unit = t_node, t_unit
         self.node_k, self.unit_k = t_node[self.by_key], t_unit[self.by_key]
-        self.arrays = (lft, rgt, f)
 
     def objective(self, kept, alive, lam, used):
         error = float(self.err[alive & ~kept].sum())
@@ -237,8 +270,8 @@ def _model_of(problem, kept, alive, lam, error, cost, gap):
     return builders.model(list(m.features), [bank], 0, task=m.task, groups=list(m.groups), metadata=meta)
 
 
-def budget_prune(model, X, y, lam, *, node_values="auto", loss="error", iterations=DEFAULT_ITERATIONS,
-                 polish_sweeps=3, _problem=None) -> PruneResult:
+def budget_prune(model, X, y, lam, *, node_values="auto", loss="error", ensemble="auto",
+                 iterations=DEFAULT_ITERATIONS, polish_sweeps=3, _problem=None) -> PruneResult:
     """Prune the forest ``model`` (its output one trees bank) on validation
     rows ``X``, ``y`` with trade-off ``lam`` (error per unit of mean cost).
 
@@ -259,7 +292,13 @@ def budget_prune(model, X, y, lam, *, node_values="auto", loss="error", iteratio
         A classifier's per-tree surrogate: misclassification (the paper's)
         or the Brier score of the node's class probabilities (values read
         as probabilities; a one-output margin through the logistic).  A
-        regression uses the squared error.
+        regression uses the squared error.  Unused for a boosted ensemble.
+    ensemble : {"auto", "forest", "boosted"}
+        "forest": the paper's per-tree surrogate; "boosted": each tree's
+        pruning scored in the ensemble's own loss with pruned nodes refitted
+        to it (``_loss_refit``; binary logistic or squared loss).  "auto":
+        a bank with a divisor (a forest's mean) or one tree is a forest,
+        else boosted.
     iterations : int
         Primal-dual iterations (the paper's Algorithm 1).
     polish_sweeps : int
@@ -270,7 +309,7 @@ def budget_prune(model, X, y, lam, *, node_values="auto", loss="error", iteratio
     PruneResult
         ``.model`` is an ordinary IR model.
     """
-    problem = _problem if _problem is not None else _Problem(model, X, y, node_values, loss)
+    problem = _problem if _problem is not None else _Problem(model, X, y, node_values, loss, ensemble)
     kept, alive, error, cost, gap = problem.solve(lam, iterations, polish_sweeps)
     pruned = _model_of(problem, kept, alive, float(lam), error, cost, gap)
     return PruneResult(model=pruned, lam=float(lam), cost=cost, error=error, node_values=problem.node_values,
@@ -278,10 +317,11 @@ def budget_prune(model, X, y, lam, *, node_values="auto", loss="error", iteratio
                        dual_gap=gap, kept=kept)
 
 
-def prune_to_budget(model, X, y, budget, *, node_values="auto", loss="error", steps=14, **kw) -> PruneResult:
+def prune_to_budget(model, X, y, budget, *, node_values="auto", loss="error", ensemble="auto", steps=14,
+                    **kw) -> PruneResult:
     """The BudgetPrune model of least error whose mean validation cost is at
     most ``budget``: a bisection on lambda (in log space)."""
-    problem = _Problem(model, X, y, node_values, loss)
+    problem = _Problem(model, X, y, node_values, loss, ensemble)
     full = budget_prune(model, X, y, 0.0, _problem=problem, **kw)
     if full.cost <= budget:
         return full

@@ -40,6 +40,9 @@ def add_parser(subparsers):
                         "one, else a refit on the validation rows)")
     s.add_argument("--loss", choices=["error", "brier"], default="error",
                    help="a classifier's per-tree surrogate: misclassification (the paper's) or Brier score")
+    s.add_argument("--ensemble", choices=["auto", "forest", "boosted"], default="auto",
+                   help="forest: the paper's per-tree error; boosted: pruned nodes refitted to the "
+                        "ensemble's loss (default: a forest when the trees are averaged)")
     s.add_argument("-o", "--output", required=True, help="the pruned model (.json) to write")
     s.set_defaults(func=run)
     return s
@@ -115,7 +118,7 @@ def run(args):
     sets = [("val", (Xv, yv))]
     if args.test:
         sets.append(("test", _rows(args.test, model.n_features)))
-    kw = {"node_values": args.node_values, "loss": args.loss}
+    kw = {"node_values": args.node_values, "loss": args.loss, "ensemble": args.ensemble}
     if args.budget is not None:
         res = prune_to_budget(model, Xv, yv, args.budget, **kw)
     else:

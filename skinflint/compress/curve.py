@@ -6,7 +6,8 @@ import numpy as np
 from .budget_prune import _Problem, budget_prune
 
 
-def prune_curve(model, X, y, lambdas, *, X_test=None, y_test=None, node_values="auto", loss="error", **kw):
+def prune_curve(model, X, y, lambdas, *, X_test=None, y_test=None, node_values="auto", loss="error",
+                ensemble="auto", **kw):
     """One row per lambda: the pruned model and its mean validation cost and
     per-tree error; with ``X_test``/``y_test`` also the pruned model's own
     accuracy (or mean squared error) and mean lazy cost on them (reference
@@ -20,7 +21,7 @@ def prune_curve(model, X, y, lambdas, *, X_test=None, y_test=None, node_values="
         ``test_cost`` and ``test_score``.
     """
     from ..runtimes.reference import ReferenceRuntime
-    problem = _Problem(model, X, y, node_values, loss)
+    problem = _Problem(model, X, y, node_values, loss, ensemble)
     rows = []
     for lam in lambdas:
         r = budget_prune(model, X, y, lam, _problem=problem, **kw)
