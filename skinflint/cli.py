@@ -186,10 +186,8 @@ def _check_source_kind(path, source):
     try:
         with open(path, "rb") as fh:
             kind = sniff_kind(fh.read(4096))
-    except FileNotFoundError:
-        raise CLIError(f"{path}: no such file") from None
-    except OSError as e:
-        raise CLIError(f"{path}: cannot read: {e.strerror}") from None
+    except OSError:
+        return   # the importer says what is missing, in its own words
     if kind == "skinflint":
         raise CLIError(f"{path}: this is a skinflint model already; nothing to import")
     if kind is not None and kind != source:
