@@ -72,11 +72,12 @@ def bench_scoring(client, model, runtimes, rows, chunk):
     """rows/s per runtime on this client's cluster (after one warm-up run)."""
     import dask
     import dask.array as da
+
     from skinflint import distributed as sfd
     X = da.random.default_rng(1).standard_normal((rows, model.n_features), chunks=(chunk, -1), dtype=np.float32)
     out = {}
     for rt in runtimes:
-        def run():
+        def run(rt=rt):
             p = sfd.predict(model, X, runtime=rt)
             return dask.compute(p.cost.sum(), (p.output == 1).sum())
         first, t_warm = timed(run)
@@ -94,7 +95,7 @@ def bench_local(model, runtimes, rows):
     for rt in runtimes:
         r = build(rt, model)
         r.predict(X[:1000])
-        _, t = timed(lambda: r.predict(X))
+        _, t = timed(lambda r=r: r.predict(X))
         out[rt] = rows / t
     return out
 

@@ -41,14 +41,14 @@ def main():
         path = os.path.join(tmp, "lgb.txt")
         b.save_model(path)
         for what, src in (("booster", b), ("file", path)):
-            t, m = best_of(lambda: from_lightgbm(src))
+            t, m = best_of(lambda src=src: from_lightgbm(src))
             print(f"LightGBM {args.trees} trees from {what}: {t:.3f} s ({m.nodes[0].feature.shape[0]} nodes)")
         x = xgb.train({"objective": "binary:logistic", "max_depth": 6, "eta": 0.05}, xgb.DMatrix(X, label=y),
                       args.trees)
         path = os.path.join(tmp, "xgb.ubj")
         x.save_model(path)
         for what, src in (("booster", x), ("file", path)):
-            t, m = best_of(lambda: from_xgboost(src))
+            t, m = best_of(lambda src=src: from_xgboost(src))
             print(f"XGBoost  {args.trees} trees from {what}: {t:.3f} s ({m.nodes[0].feature.shape[0]} nodes)")
 
 

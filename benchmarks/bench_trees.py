@@ -31,7 +31,6 @@ from skinflint.runtimes.reference import predict
 from skinflint.trainers.trees.astc import ASTCClassifier, node_budgets_from
 from skinflint.trainers.trees.cstc import CSTCClassifier
 
-
 MIN_SPEEDUP = 10.0      # "ASTC is >= 10x faster to train than CSTC"
 MAX_ACC_DROP = 0.01     # "accuracy within 1 point": ASTC may be better, not > 1 point worse
 MAX_COST_RATIO = 1.05   # "cost within 5 %": ASTC's mean cost at most 5 % above CSTC's

@@ -2,21 +2,35 @@
 
 Nothing here imports from the trainers, compilers or runtimes.
 """
-from .builders import (anytime, binary_task, cascade, classifier_tree, concat_trees,
-                       feature_input, features_from_costs, groups_from_costs, kernel,
-                       linear, model, multiclass_task, node_input, regression_task,
-                       tree_input, trees_from_arrays)
+from .builders import (
+                       anytime,
+                       binary_task,
+                       cascade,
+                       classifier_tree,
+                       concat_trees,
+                       feature_input,
+                       features_from_costs,
+                       groups_from_costs,
+                       kernel,
+                       linear,
+                       model,
+                       multiclass_task,
+                       node_input,
+                       regression_task,
+                       tree_input,
+                       trees_from_arrays,
+)
+from .canonical import model_hash, to_dict, to_json
+from .codes import FORMAT
+from .codes import FORMAT_VERSION as VERSION
 from .costs import features_per_tree, reachable_units, static_cost
 from .errors import IRError
 from .feature_costs import FeatureCosts
 from .inspect import inspect
-from .canonical import model_hash, to_dict, to_json
-from .codes import FORMAT, FORMAT_VERSION as VERSION
 from .json_io import from_dict, from_json, load, save
 from .model import Feature, Group, Model, Task
+from .nodes import AnytimeNode, CascadeNode, ClassifierTreeNode, KernelNode, LinearNode, TreesNode
 from .random_model import random_model  # the function; the module stays importable by path
-from .nodes import (AnytimeNode, CascadeNode, ClassifierTreeNode, KernelNode, LinearNode,
-                    TreesNode)
 
 __all__ = [
     "IRError", "FeatureCosts", "Model", "Feature", "Group", "Task", "TreesNode", "LinearNode", "KernelNode",

@@ -16,9 +16,18 @@ import numpy as np
 from .arrays import bool_array, cost_array, float32_array, float64_array, frozen, int_array
 from .errors import IRError
 from .model import Feature, Group, Model, Task
-from .nodes import (INPUT_FEATURE, INPUT_NODE, INPUT_TREE, KERNELS,
-                    AnytimeNode, CascadeNode, ClassifierTreeNode, KernelNode,
-                    LinearNode, TreesNode)
+from .nodes import (
+    INPUT_FEATURE,
+    INPUT_NODE,
+    INPUT_TREE,
+    KERNELS,
+    AnytimeNode,
+    CascadeNode,
+    ClassifierTreeNode,
+    KernelNode,
+    LinearNode,
+    TreesNode,
+)
 
 
 def features_from_costs(costs, names=None, groups=None) -> list[Feature]:
@@ -84,10 +93,13 @@ def trees_from_arrays(feature, threshold, left, right, value, *, roots=None,
         threshold=float32_array(np.asarray(threshold, np.float64), "threshold", length=M),
         left=int_array(np.asarray(left), "left", length=M, low=-1, high=M),
         right=int_array(np.asarray(right), "right", length=M, low=-1, high=M),
-        missing_left=bool_array(np.ones(M, bool) if missing_left is None else np.asarray(missing_left), "missing_left", length=M),
+        missing_left=bool_array(np.ones(M, bool) if missing_left is None else np.asarray(missing_left),
+                                "missing_left", length=M),
         value=v,
-        tree_cost=cost_array(np.zeros(roots.shape[0]) if tree_cost is None else np.asarray(tree_cost, np.float64), "tree_cost", length=roots.shape[0]),
-        base_score=floats(np.zeros(K) if base_score is None else np.atleast_1d(np.asarray(base_score, np.float64)), "base_score", length=K),
+        tree_cost=cost_array(np.zeros(roots.shape[0]) if tree_cost is None else np.asarray(tree_cost, np.float64),
+                             "tree_cost", length=roots.shape[0]),
+        base_score=floats(np.zeros(K) if base_score is None else np.atleast_1d(np.asarray(base_score, np.float64)),
+                          "base_score", length=K),
         name=name, precision=precision, divisor=float(divisor))
     node.check(name or "trees")
     return node

@@ -10,7 +10,8 @@ import hashlib
 import json
 from typing import TYPE_CHECKING
 
-from .codes import FORMAT, FORMAT_VERSION as VERSION, FORMAT_VERSION_FLOAT64
+from .codes import FORMAT, FORMAT_VERSION_FLOAT64
+from .codes import FORMAT_VERSION as VERSION
 from .errors import IRError
 from .nodes import TreesNode
 

@@ -10,13 +10,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .nodes import (INPUT_FEATURE, INPUT_TREE, KernelNode, LinearNode,
-                    TreesNode, is_control)
+from .nodes import INPUT_FEATURE, INPUT_TREE, KernelNode, LinearNode, TreesNode, is_control
 
 
 @dataclass
 class Units:
     """Boolean masks of the units reachable from the output."""
+
     features: np.ndarray          # [F]
     groups: np.ndarray            # [G]
     trees: dict                   # node index -> bool mask over that bank's trees

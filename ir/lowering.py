@@ -10,10 +10,18 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
-from .codes import (KIND_ANYTIME, KIND_CASCADE, KIND_CTREE, KIND_KERNEL,  # noqa: F401 (re-exported)
-                    KIND_LINEAR, KIND_TREES, NODE_KIND_CODES as _KIND)
-from .nodes import (INPUT_NODE, INPUT_TREE, AnytimeNode, CascadeNode,
-                    ClassifierTreeNode, KernelNode, LinearNode, TreesNode)
+from .codes import KIND_ANYTIME, KIND_CASCADE, KIND_CTREE, KIND_KERNEL, KIND_LINEAR, KIND_TREES  # noqa: F401 (re-exported)
+from .codes import NODE_KIND_CODES as _KIND
+from .nodes import (
+    INPUT_NODE,
+    INPUT_TREE,
+    AnytimeNode,
+    CascadeNode,
+    ClassifierTreeNode,
+    KernelNode,
+    LinearNode,
+    TreesNode,
+)
 
 
 @dataclass

@@ -31,6 +31,7 @@ class Feature:
 @dataclass(frozen=True)
 class Group:
     """A descriptor: touching any of its features pays ``cost`` once per row."""
+
     name: str
     cost: float = 0.0
 
@@ -217,7 +218,8 @@ def _check_edges_and_cycles(m: Model):
         elif is_control(n):
             widths = set()
             for j, c in enumerate(n.children()):
-                f = f"nodes[{i}].{'checkpoints' if n.kind == 'anytime' else ('stages' if n.kind == 'cascade' else 'nodes')}[{j}]"
+                part = {"anytime": "checkpoints", "cascade": "stages"}.get(n.kind, "nodes")
+                f = f"nodes[{i}].{part}[{j}]"
                 if c >= N:
                     raise IRError(f"{f}: node {c} is out of range [0, {N})")
                 if c == i:
@@ -227,7 +229,8 @@ def _check_edges_and_cycles(m: Model):
                 widths.add(nodes[c].n_outputs)
                 d.append(c)
             if len(widths) != 1:
-                raise IRError(f"nodes[{i}]: all scorers of a {n.kind} must have the same n_outputs, got {sorted(widths)}")
+                raise IRError(f"nodes[{i}]: all scorers of a {n.kind} must have the same n_outputs, "
+                              f"got {sorted(widths)}")
             K = widths.pop()
             outs = getattr(n, "output", None)
             if outs is not None and outs.size and outs.max() >= K:

@@ -30,11 +30,33 @@ from typing import ClassVar
 
 import numpy as np
 
-from .arrays import (bool_array, cost_array, float32_array, float64_array, frozen, int_array,
-                     scalar_float, scalar_float32, scalar_int)
-from .codes import (EXIT_ABS_GE, EXIT_GE, EXIT_LE, EXIT_NONE, EXIT_RULES,  # noqa: F401 (re-exported)
-                    KERNEL_LINEAR, KERNEL_POLY, KERNEL_RBF, KERNELS, PRECISIONS, TERM_FEATURE,
-                    TERM_KINDS, TERM_NODE, TERM_TREE)
+from .arrays import (
+    bool_array,
+    cost_array,
+    float32_array,
+    float64_array,
+    frozen,
+    int_array,
+    scalar_float,
+    scalar_float32,
+    scalar_int,
+)
+from .codes import (  # noqa: F401 (re-exported)
+    EXIT_ABS_GE,
+    EXIT_GE,
+    EXIT_LE,
+    EXIT_NONE,
+    EXIT_RULES,
+    KERNEL_LINEAR,
+    KERNEL_POLY,
+    KERNEL_RBF,
+    KERNELS,
+    PRECISIONS,
+    TERM_FEATURE,
+    TERM_KINDS,
+    TERM_NODE,
+    TERM_TREE,
+)
 from .errors import IRError
 
 MAX_OUTPUTS = 1 << 16
@@ -76,6 +98,7 @@ class TreesNode:
     random forest's mean is scikit-learn's float64 sum divided by the number
     of trees).  ``divisor`` other than 1 needs float64.
     """
+
     roots: np.ndarray
     feature: np.ndarray
     threshold: np.ndarray
@@ -249,6 +272,7 @@ class LinearNode:
     ``input_output`` = component).  An input whose weights are all zero is not
     touched (docs/costs.md: a linear node touches inputs with nonzero weight).
     """
+
     bias: np.ndarray
     input_kind: np.ndarray
     input_index: np.ndarray
@@ -327,6 +351,7 @@ class KernelNode:
     neither) replace each input first: ``x_d = (x_d - shift_d) * scale_d``,
     two float32 roundings, never fused; absent means no operation.
     """
+
     kernel: int
     gamma: np.float32
     coef0: np.float32
@@ -399,6 +424,7 @@ class CascadeNode:
     (rule ``le``), ``>= threshold[s]`` (``ge``), or when ``margin >= t`` or
     ``margin <= -t`` (``abs_ge``: confident either way); the last always exits.
     The output is the exit stage's margin."""
+
     scorer: np.ndarray
     exit_rule: np.ndarray
     threshold: np.ndarray
@@ -438,6 +464,7 @@ class CascadeNode:
 @dataclass(frozen=True, eq=False)
 class AnytimeNode:
     """Checkpoints in order; the output is the last checkpoint finished."""
+
     checkpoints: np.ndarray
     name: str = ""
     kind: ClassVar[str] = "anytime"
@@ -462,6 +489,7 @@ class ClassifierTreeNode:
     """A tree of classifiers (CSTC/ASTC).  Tree node 0 is the root.  An
     internal node sends a row left when ``margin[output] <= threshold`` (a NaN
     margin goes right); a leaf (children -1) gives the output."""
+
     scorer: np.ndarray
     threshold: np.ndarray
     output: np.ndarray

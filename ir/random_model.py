@@ -10,10 +10,23 @@ import zlib
 
 import numpy as np
 
-from .builders import (anytime, binary_task, cascade, classifier_tree, feature_input,
-                       features_from_costs, groups_from_costs, kernel, linear, model,
-                       multiclass_task, node_input, regression_task, tree_input,
-                       trees_from_arrays)
+from .builders import (
+    anytime,
+    binary_task,
+    cascade,
+    classifier_tree,
+    feature_input,
+    features_from_costs,
+    groups_from_costs,
+    kernel,
+    linear,
+    model,
+    multiclass_task,
+    node_input,
+    regression_task,
+    tree_input,
+    trees_from_arrays,
+)
 
 ALL_KINDS = ("trees", "linear", "kernel", "cascade", "anytime", "classifier_tree")
 GRID = np.array([-2.0, -1.0, -0.5, -0.25, 0.0, 0.25, 0.5, 1.0, 2.0])

@@ -22,9 +22,22 @@ output, the scores are ``acc64 / divisor`` itself, in float64
 import numpy as np
 from numba import njit, prange
 
-from ..ir.codes import (EXIT_ABS_GE, EXIT_GE, EXIT_LE, KERNEL_LINEAR, KERNEL_RBF, KIND_CASCADE,
-                        KIND_CTREE, KIND_KERNEL, KIND_LINEAR, KIND_TREES, TERM_FEATURE, TERM_TREE)
+from ..ir.codes import (
+    EXIT_ABS_GE,
+    EXIT_GE,
+    EXIT_LE,
+    KERNEL_LINEAR,
+    KERNEL_RBF,
+    KIND_CASCADE,
+    KIND_CTREE,
+    KIND_KERNEL,
+    KIND_LINEAR,
+    KIND_TREES,
+    TERM_FEATURE,
+    TERM_TREE,
+)
 from ._expf import expf
+
 
 def _kernel(**options):
     """``njit`` for the interpreter's allocation-free kernels: cached, and
@@ -212,7 +225,8 @@ def _eval_node(T, X, row, n0, tag, fstamp, gstamp, tstamp, tleaf, nstamp, accbuf
             cost[0] = c
             f0 = T.k_feat_first[q]
             for d in range(T.k_n_feat[q]):
-                if not _acquire(T.feat_group, T.group_cost, T.feat_cost, T.k_feat[f0 + d], tag, fstamp, gstamp, cost, budget):
+                if not _acquire(T.feat_group, T.group_cost, T.feat_cost, T.k_feat[f0 + d], tag, fstamp, gstamp, cost,
+                                budget):
                     return False
             kv = _kernel_value(T, X, row, q, p)
             a = T.k_alpha_first[q] + p * K

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional, Protocol
+from typing import Protocol
 
 import numpy as np
 from numba import njit
@@ -25,17 +25,19 @@ class Prediction:
     fetches: [N] int64, how many times the row's features were fetched, for
     a runtime that fetches on demand (else None).
     """
+
     output: np.ndarray
     scores: np.ndarray
-    proba: Optional[np.ndarray]
+    proba: np.ndarray | None
     cost: np.ndarray
     stage: np.ndarray
     features_used: np.ndarray
-    fetches: Optional[np.ndarray] = None
+    fetches: np.ndarray | None = None
 
 
 class Runtime(Protocol):
     """Built once from a model; ``name`` labels it in a parity report."""
+
     name: str
 
     def predict(self, X, budget=None) -> Prediction: ...

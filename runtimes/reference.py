@@ -10,7 +10,8 @@ import numpy as np
 
 from ..ir.codes import KIND_TREES
 from ..ir.lowering import Tables, lower
-from ._vm import _evaluate_bank as evaluate_bank, evaluate
+from ._vm import _evaluate_bank as evaluate_bank
+from ._vm import evaluate
 from .prediction import Prediction, as_budget, as_features, canonical_nan, finish
 
 _FIELDS = [f for f in Tables.__dataclass_fields__]

@@ -35,8 +35,8 @@ from . import ir
 from .runtimes.prediction import Prediction, as_budget, as_features
 from .runtimes.registry import DEFAULT_CHECKED, make_runtime
 
-__all__ = ["cost_accuracy_curve", "submit_curve", "gather_curve", "predict", "compute", "verify", "worker_runtime", "warm_workers",
-           "runtime_cache_info"]
+__all__ = ["cost_accuracy_curve", "submit_curve", "gather_curve", "predict", "compute", "verify", "worker_runtime",
+           "warm_workers", "runtime_cache_info"]
 
 def _dask():
     try:
@@ -104,7 +104,7 @@ def worker_runtime(key: str, text: str, runtime="reference", options=None):
 
 
 def runtime_cache_info() -> dict:
-    """This process's runtime builds: ``{"model key|runtime": times built}``
+    """Runtime builds in this process: ``{"model key|runtime": times built}``
     (run it on the workers with ``client.run(runtime_cache_info)``)."""
     return {f"{k}|{r}": n for (k, r), n in _builds.items()}
 

@@ -9,7 +9,6 @@ import pytest
 
 from tests.conftest import REPO
 
-
 _OUTSIDE = """
 import os, sys, tempfile
 import numpy as np
@@ -100,7 +99,7 @@ def test_top_level_exports_the_public_api():
         assert getattr(skinflint, name) is not None
     import pytest
     with pytest.raises(AttributeError):
-        skinflint.no_such_thing
+        _ = skinflint.no_such_thing
 
 
 def test_a_type_checker_resolves_the_subpackages(tmp_path):

@@ -9,7 +9,9 @@ fractions so that hand arithmetic is exact in float32.
 import os
 
 from skinflint import ir
-from skinflint.ir import feature_input as F, node_input as N, tree_input as T
+from skinflint.ir import feature_input as F
+from skinflint.ir import node_input as N
+from skinflint.ir import tree_input as T
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -84,8 +86,8 @@ def cascade():
 def anytime():
     """Three checkpoints over one bank: tree 0; trees 0 + 1; trees 0 + 1 + 2."""
     feats = ir.features_from_costs([1.0, 2.0, 4.0], names=["a", "b", "c"])
-    stump = lambda j, lo, hi: dict(feature=[j, -1, -1], threshold=[0, 0, 0],
-                                   left=[1, -1, -1], right=[2, -1, -1], value=[0, lo, hi])
+    def stump(j, lo, hi):
+        return dict(feature=[j, -1, -1], threshold=[0, 0, 0], left=[1, -1, -1], right=[2, -1, -1], value=[0, lo, hi])
     bank = ir.concat_trees([stump(0, -1, 1), stump(1, -2, 2), stump(2, -4, 4)], name="bank")
     c1 = ir.linear([T(0, 0)], [1.0])
     c2 = ir.linear([T(0, 0), T(0, 1)], [1.0, 1.0])

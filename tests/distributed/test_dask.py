@@ -15,7 +15,8 @@ from skinflint import datasets, ir  # noqa: E402
 from skinflint import distributed as sfd  # noqa: E402
 from skinflint.runtimes.reference import ReferenceRuntime  # noqa: E402
 from skinflint.trainers import GreedyMiserClassifier, cost_accuracy_curve, format_table  # noqa: E402
-from skinflint.verify import runtime as local_runtime, verify as local_verify  # noqa: E402
+from skinflint.verify import runtime as local_runtime  # noqa: E402
+from skinflint.verify import verify as local_verify  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -1,5 +1,4 @@
 """Each malformed model raises IRError whose message names the field."""
-import copy
 import json
 
 import pytest
@@ -22,11 +21,14 @@ def expect(d, *words):
 
 
 def test_index_out_of_range():
-    d = base(); d["nodes"][0]["left"][0] = 99
+    d = base()
+    d["nodes"][0]["left"][0] = 99
     expect(d, "nodes[0].left[0]", "out of range")
-    d = base(); d["nodes"][0]["feature"][0] = 7
+    d = base()
+    d["nodes"][0]["feature"][0] = 7
     expect(d, "nodes[0].feature", "out of range")
-    d = base(); d["output"] = 4
+    d = base()
+    d["output"] = 4
     expect(d, "output", "out of range")
 
 
@@ -37,64 +39,86 @@ def test_cycle_between_nodes_and_self_loop():
     expect(d, "nodes[1].inputs[2]", "self-loop")
     d = base("anytime")
     # checkpoint 1 reads node 2 and node 2 reads node 1
-    d["nodes"][1]["inputs"].append({"node": 2}); d["nodes"][1]["weights"].append(1.0)
-    d["nodes"][2]["inputs"].append({"node": 1}); d["nodes"][2]["weights"].append(1.0)
+    d["nodes"][1]["inputs"].append({"node": 2})
+    d["nodes"][1]["weights"].append(1.0)
+    d["nodes"][2]["inputs"].append({"node": 1})
+    d["nodes"][2]["weights"].append(1.0)
     expect(d, "cycle")
 
 
 def test_not_a_tree():
-    d = base(); d["nodes"][0]["right"][1] = 3  # node 3 gets two parents
+    d = base()
+    d["nodes"][0]["right"][1] = 3  # node 3 gets two parents
     expect(d, "nodes[0]", "parents")
-    d = base(); d["nodes"][0]["left"][0] = 0   # points back to the root
+    d = base()
+    d["nodes"][0]["left"][0] = 0   # points back to the root
     expect(d, "nodes[0]")
-    d = base(); d["nodes"][0]["roots"] = [0]; d["nodes"][0]["tree_cost"] = [0.5]  # tree 1 unreachable
+    d = base()
+    d["nodes"][0]["roots"] = [0]
+    d["nodes"][0]["tree_cost"] = [0.5]  # tree 1 unreachable
     expect(d, "nodes[0]", "no root")
 
 
 @pytest.mark.parametrize("bad", [-1.0, float("nan"), float("inf"), 1e400])
 def test_bad_costs(bad):
-    d = base(); d["features"][1]["cost"] = bad
+    d = base()
+    d["features"][1]["cost"] = bad
     expect(d, "features[1].cost")
-    d = base(); d["nodes"][0]["tree_cost"][0] = bad
+    d = base()
+    d["nodes"][0]["tree_cost"][0] = bad
     expect(d, "nodes[0].tree_cost[0]")
 
 
 def test_wrong_lengths_and_types():
-    d = base(); d["nodes"][0]["threshold"].pop()
+    d = base()
+    d["nodes"][0]["threshold"].pop()
     expect(d, "nodes[0].threshold", "expected 8 values")
-    d = base(); d["nodes"][0]["value"] = "oops"
+    d = base()
+    d["nodes"][0]["value"] = "oops"
     expect(d, "nodes[0].value", "expected a list")
-    d = base(); d["nodes"][0]["threshold"][2] = "1.0"
+    d = base()
+    d["nodes"][0]["threshold"][2] = "1.0"
     expect(d, "nodes[0].threshold[2]", "expected a number")
-    d = base(); d["nodes"][0]["left"][1] = 1.5
+    d = base()
+    d["nodes"][0]["left"][1] = 1.5
     expect(d, "nodes[0].left[1]", "integer")
-    d = base(); d["nodes"][0]["threshold"][0] = [1, 2]
+    d = base()
+    d["nodes"][0]["threshold"][0] = [1, 2]
     expect(d, "nodes[0].threshold[0]")
 
 
 def test_unknown_kind_version_and_missing_parts():
-    d = base(); d["nodes"][0]["kind"] = "forest"
+    d = base()
+    d["nodes"][0]["kind"] = "forest"
     expect(d, "nodes[0].kind", "unknown node kind")
-    d = base(); d["version"] = 3          # 2 exists: float64 tree banks (issue 19)
+    d = base()
+    d["version"] = 3          # 2 exists: float64 tree banks (issue 19)
     expect(d, "version", "unknown version")
-    d = base(); d["version"] = "1"
+    d = base()
+    d["version"] = "1"
     expect(d, "version", "unknown version")
-    d = base(); del d["output"]
+    d = base()
+    del d["output"]
     expect(d, "output", "missing")
-    d = base(); d["format"] = "onnx"
+    d = base()
+    d["format"] = "onnx"
     expect(d, "format")
 
 
 def test_absurd_sizes_rejected_without_allocating():
-    d = base(); d["nodes"][0]["n_outputs"] = 10**12
+    d = base()
+    d["nodes"][0]["n_outputs"] = 10**12
     expect(d, "nodes[0].n_outputs", "out of range")
-    d = base("kernel_poly"); d["nodes"][0]["degree"] = 10**9
+    d = base("kernel_poly")
+    d["nodes"][0]["degree"] = 10**9
     expect(d, "nodes[0].degree")
 
 
 def test_control_nodes_only_at_the_output():
-    d = base("cascade"); d["output"] = 1
-    d["nodes"][1]["inputs"].append({"node": 2}); d["nodes"][1]["weights"].append(1.0)
+    d = base("cascade")
+    d["output"] = 1
+    d["nodes"][1]["inputs"].append({"node": 2})
+    d["nodes"][1]["weights"].append(1.0)
     expect(d, "nodes[")
 
 
@@ -111,9 +135,11 @@ def test_loading_a_missing_file_is_an_irerror(tmp_path):
 
 
 def test_float32_overflow_is_rejected():
-    d = base("kernel_rbf"); d["nodes"][0]["gamma"] = 1e300
+    d = base("kernel_rbf")
+    d["nodes"][0]["gamma"] = 1e300
     expect(d, "nodes[0].gamma", "overflows float32")
-    d = base(); d["nodes"][0]["threshold"][0] = 1e39
+    d = base()
+    d["nodes"][0]["threshold"][0] = 1e39
     expect(d, "nodes[0].threshold[0]", "finite float32")
 
 

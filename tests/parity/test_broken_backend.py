@@ -4,7 +4,7 @@ import numpy as np
 from skinflint import ir
 from skinflint.cli import main
 from skinflint.runtimes import c as cmod
-from tests.conftest import EXAMPLES, load_example
+from tests.conftest import EXAMPLES
 
 
 def _flip_first_threshold(model):

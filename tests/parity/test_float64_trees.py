@@ -12,7 +12,6 @@ from skinflint.ir.random_model import random_model, with_float64_banks
 from skinflint.runtimes.reference import ReferenceRuntime
 from skinflint.verify import adversarial_rows, verify
 
-
 # the first 30 seeds whose random model has a tree bank (of every output kind)
 SEEDS = [s for s in range(300) if any(n.kind == "trees" for n in random_model(s).nodes)][:30]
 

@@ -1,6 +1,7 @@
 """The property test of issue 7: random valid IR models of every node kind,
 with groups, tree costs and budgets, through every backend."""
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from skinflint.ir.random_model import random_model
 from skinflint.verify import verify

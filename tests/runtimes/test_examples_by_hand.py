@@ -4,7 +4,6 @@ for the models)."""
 import math
 
 import numpy as np
-import pytest
 
 from skinflint.runtimes.reference import predict
 from tests.conftest import load_example, up
