@@ -36,6 +36,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from ... import ir
+from .. import linalg
 from ..base import CostSensitiveClassifier
 from ..boosting.booster import BinnedData, finish_tree
 from ..boosting.grower import grow
@@ -360,7 +361,7 @@ class _Fit:
     def stat_O(self, sol):
         """Higher is better: -loss_O (smooth) or accuracy on O."""
         O = self.O
-        m = self.y[O] * (self.Phi[O, :self.nd] @ sol.w + sol.b)
+        m = self.y[O] * (linalg.matvec(self.Phi[O, :self.nd], sol.w) + sol.b)
         if self.est.early_stop == "accuracy":
             return float(np.mean(m > 0))
         return -sigmoid_loss(m, self.mu[O], self.est.sigmoid_a)[0]

@@ -33,6 +33,7 @@ import numbers
 import numpy as np
 
 from ... import ir
+from .. import linalg
 from .gradient_svs import lars_select, move_support_vectors, prefix_order, ridge_refit
 from .kernel_math import kernel_matrix
 from .kernel_svm import KernelEstimator, KernelSVMClassifier, _WrapsSVM, kernel_node, svm_task, transform, unfrozen
@@ -156,7 +157,7 @@ class _CompressedSVM(_WrapsSVM, KernelEstimator):
         self.intercept_ = b.copy()
         m = n_vectors(self.n_support_vectors, S.shape[0])
         KSS = kernel_matrix(S, S, "rbf", g)
-        F_S = KSS @ beta                                    # full predictions minus bias
+        F_S = linalg.matmul(KSS, beta)                      # full predictions minus bias
         if self.lars_target == "labels":
             T = sv_labels(beta, F_S + b[None, :]) - b[None, :]
         else:
@@ -171,7 +172,7 @@ class _CompressedSVM(_WrapsSVM, KernelEstimator):
         else:
             XE = transform(X, self.features_, self.shift_, self.scale_).astype(np.float64)
             KE = kernel_matrix(XE, S, "rbf", g)
-            FE, KES = KE @ beta, KE[:, sel]
+            FE, KES = linalg.matmul(KE, beta), KE[:, sel]
         KSel = KSS[np.ix_(sel, sel)]
         if self._moves:
             B0 = ridge_refit(KES, KSel, FE, self.ridge)
@@ -181,7 +182,7 @@ class _CompressedSVM(_WrapsSVM, KernelEstimator):
         else:   # LARS-SVM: the selected vectors, refitted to the LARS target on them
             Z = S[sel]
             B = ridge_refit(KSS[:, sel], KSel, T, self.ridge)
-            self.loss_ = float(np.mean((kernel_matrix(XE, Z, "rbf", g) @ B - FE) ** 2))
+            self.loss_ = float(np.mean((linalg.matmul(kernel_matrix(XE, Z, "rbf", g), B) - FE) ** 2))
             self.n_iter_ = int(sel.size)      # LAR steps
         if self.order == "greedy":
             perm = prefix_order(kernel_matrix(XE, Z, "rbf", g), B, FE)

@@ -2,14 +2,17 @@
 refit, gradient support vectors (eq. 4.10), and the prefix order that keeps
 budget-truncated models good.
 
-All float64 numpy (BLAS-bound; no numba needed).  Targets ``T`` are
-``[n, K]`` (K = 1 for binary); coefficients ``B`` are ``[m, K]``.
+All float64; every product, solve and the optimiser's vector operations run
+in ``trainers/linalg.py`` / ``trainers/lbfgs.py`` in a fixed order (no BLAS),
+so the selected and moved vectors do not depend on the CPU kernel or the
+thread count.  Targets ``T`` are ``[n, K]`` (K = 1 for binary); coefficients
+``B`` are ``[m, K]``.
 """
 from __future__ import annotations
 
 import numpy as np
-from scipy.optimize import minimize
 
+from .. import lbfgs, linalg
 from .kernel_math import kernel_matrix
 from .lars import lars_path_lazy
 
@@ -43,19 +46,25 @@ def lars_select(K, T, m, *, ridge=1.0):
     n = K.shape[0]
     m = min(int(m), n)
     if T.shape[1] == 1:
-        Xy = K @ T[:, 0]
-        diag = np.einsum("ij,ij->j", K, K) + ridge * np.diag(K)
-        res = lars_path_lazy(Xy, lambda j: K @ K[:, j] + ridge * K[:, j], diag, m)
+        K = np.ascontiguousarray(K)
+        Xy = linalg.matvec(K, np.ascontiguousarray(T[:, 0]))
+        diag = (K * K).sum(0) + ridge * np.diag(K)
+
+        def column(j):
+            kj = np.ascontiguousarray(K[:, j])
+            return linalg.matvec(K, kj) + ridge * kj
+        res = lars_path_lazy(Xy, column, diag, m)
         return res.active
     sel = []
     R = T.copy()
-    norms = np.sqrt(np.einsum("ij,ij->j", K, K)) + 1e-300
+    norms = np.sqrt((K * K).sum(0)) + 1e-300
     for _ in range(m):
-        score = np.linalg.norm(K.T @ R, axis=1) / norms
+        KR = linalg.tmatmul(K, R)
+        score = np.sqrt((KR * KR).sum(1)) / norms
         score[sel] = -np.inf
         sel.append(int(np.argmax(score)))
         B = ridge_refit(K[:, sel], K[np.ix_(sel, sel)], T, ridge)
-        R = T - K[:, sel] @ B
+        R = T - linalg.matmul(np.ascontiguousarray(K[:, sel]), B)
     return np.asarray(sel, np.int64)
 
 
@@ -74,9 +83,10 @@ def ridge_refit(KE, KS, T, ridge=1.0):
     -------
     ndarray [m, K] float64
     """
-    A = KE.T @ KE + ridge * KS
+    KE = np.ascontiguousarray(KE, np.float64)
+    A = linalg.tmatmul(KE, KE) + ridge * KS
     A[np.diag_indices_from(A)] += 1e-10 * max(np.trace(A) / max(A.shape[0], 1), 1e-300)
-    return np.linalg.solve(A, KE.T @ T)
+    return linalg.solve(A, linalg.tmatmul(KE, np.ascontiguousarray(T, np.float64)))
 
 
 def cvm_loss_grad(theta, XE, T, m, gamma):
@@ -102,11 +112,11 @@ def cvm_loss_grad(theta, XE, T, m, gamma):
     Z = theta[: m * D].reshape(m, D)
     B = theta[m * D:].reshape(m, Kn)
     KEZ = kernel_matrix(XE, Z, "rbf", gamma)
-    r = KEZ @ B - T
-    loss = float(np.einsum("ij,ij->", r, r)) / n
-    gB = (2.0 / n) * (KEZ.T @ r)
-    W = (r @ B.T) * KEZ
-    gZ = (-4.0 * gamma / n) * (Z * W.sum(0)[:, None] - W.T @ XE)
+    r = linalg.matmul(KEZ, np.ascontiguousarray(B)) - T
+    loss = float((r * r).sum()) / n
+    gB = (2.0 / n) * linalg.tmatmul(KEZ, r)
+    W = linalg.matmul(r, np.ascontiguousarray(B.T)) * KEZ
+    gZ = (-4.0 * gamma / n) * (Z * W.sum(0)[:, None] - linalg.tmatmul(W, XE))
     return loss, np.concatenate([gZ.ravel(), gB.ravel()])
 
 
@@ -114,7 +124,8 @@ def move_support_vectors(XE, T, Z0, B0, gamma, *, max_iter=300, method="L-BFGS-B
     """Gradient support vectors (thesis eq. 4.10): move the vectors Z and
     their coefficients B jointly to match the full model's predictions T on
     the fit rows XE.  The thesis names (Polak-Ribière) conjugate gradient
-    (``method="CG"``); L-BFGS-B reaches lower losses in 300 iterations.
+    (``method="CG"``); L-BFGS (``method="L-BFGS-B"``, no bounds) reaches
+    lower losses in 300 iterations.  Both are ``trainers/lbfgs.py``'s.
 
     Parameters
     ----------
@@ -132,8 +143,9 @@ def move_support_vectors(XE, T, Z0, B0, gamma, *, max_iter=300, method="L-BFGS-B
     theta0 = np.concatenate([np.asarray(Z0, np.float64).ravel(), np.asarray(B0, np.float64).ravel()])
     if max_iter <= 0:
         return Z0.copy(), B0.copy(), cvm_loss_grad(theta0, XE, T, m, gamma)[0], 0
-    res = minimize(cvm_loss_grad, theta0, args=(XE, T, m, gamma), jac=True, method=method,
-                   options={"maxiter": int(max_iter)})
+    XE = np.ascontiguousarray(XE, np.float64)
+    res = lbfgs.minimize(lambda th: cvm_loss_grad(th, XE, T, m, gamma), theta0, maxiter=int(max_iter),
+                         method="cg" if method == "CG" else "lbfgs")
     th = res.x
     return th[: m * D].reshape(m, D), th[m * D:].reshape(m, -1), float(res.fun), int(res.nit)
 
@@ -161,9 +173,9 @@ def prefix_order(KEZ, B, T):
     cn = (KEZ * KEZ).sum(0) * (B * B).sum(1)
     for _ in range(m):
         idx = np.asarray(left)
-        gain = 2.0 * np.einsum("nk,nj,jk->j", R, KEZ[:, idx], B[idx]) - cn[idx]
+        gain = 2.0 * (linalg.tmatmul(np.ascontiguousarray(KEZ[:, idx]), R) * B[idx]).sum(1) - cn[idx]
         j = int(idx[np.argmax(gain)])
         order.append(j)
         left.remove(j)
-        R -= KEZ[:, [j]] @ B[[j]]
+        R -= KEZ[:, j][:, None] * B[j][None, :]
     return np.asarray(order, np.int64)

@@ -1,20 +1,24 @@
 """Float64 kernel matrices for training the kernel trainers (CVM, LARS-SVM,
 Reduced-SVM).
 
-Training may use the ``|a|^2 + |b|^2 - 2 a.b`` expansion (BLAS, float64);
-deployment never does: the IR's kernel node sums ``(x_d - sv_d)^2`` in
-float32 in feature order (``docs/numerics.md``), so a model's deployed
-decision differs from these float64 values in the last bits only.
+Distances are summed as ``(a_d - b_d)^2`` in feature order, in float64, by
+``trainers/linalg.py`` (never BLAS, whose order depends on the CPU kernel and
+thread count, and never the cancelling ``|a|^2 + |b|^2 - 2 a.b``
+expansion); deployment sums the same terms in float32 (the IR's kernel node,
+``docs/numerics.md``), so a model's deployed decision differs from these
+float64 values in the last bits only.
 """
 from __future__ import annotations
 
 import numpy as np
 
+from .. import linalg
+
 KERNEL_NAMES = ("rbf", "linear", "poly")
 
 
 def sq_distances(A, B) -> np.ndarray:
-    """[len(A), len(B)] float64 squared Euclidean distances, clipped at 0.
+    """[len(A), len(B)] float64 squared Euclidean distances.
 
     Parameters
     ----------
@@ -24,11 +28,9 @@ def sq_distances(A, B) -> np.ndarray:
     -------
     ndarray [n, m] float64
     """
-    A = np.asarray(A, np.float64)
-    B = np.asarray(B, np.float64)
-    d = (A * A).sum(1)[:, None] + (B * B).sum(1)[None, :] - 2.0 * (A @ B.T)
-    np.maximum(d, 0.0, out=d)
-    return d
+    A = np.ascontiguousarray(A, np.float64)
+    Bt = np.ascontiguousarray(np.asarray(B, np.float64).T)
+    return linalg.sq_distances(A, Bt)
 
 
 def kernel_matrix(A, B, kernel="rbf", gamma=1.0, coef0=0.0, degree=3) -> np.ndarray:
@@ -50,7 +52,7 @@ def kernel_matrix(A, B, kernel="rbf", gamma=1.0, coef0=0.0, degree=3) -> np.ndar
         d = sq_distances(A, B)
         d *= -float(gamma)
         return np.exp(d, out=d)
-    dot = np.asarray(A, np.float64) @ np.asarray(B, np.float64).T
+    dot = linalg.matmul(np.ascontiguousarray(A, np.float64), np.ascontiguousarray(np.asarray(B, np.float64).T))
     if kernel == "linear":
         return dot
     if kernel == "poly":

@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.linalg import solve_triangular
+
+from .. import linalg
 
 
 @dataclass
@@ -65,8 +66,8 @@ def lars_path_lazy(Xy, gram_column, gram_diag, n_nonzero, *, collinear_tol=1e-10
         g = np.asarray(gram_column(j), np.float64)
         k = len(active)
         if k:
-            l = solve_triangular(L[:k, :k], g[active], lower=True, check_finite=False)
-            piv = g[j] - l @ l
+            l = linalg.solve_lower(L[:k, :k], g[active][:, None])[:, 0]
+            piv = g[j] - linalg.dot(l, l)
         else:
             l, piv = np.zeros(0), g[j]
         if piv <= collinear_tol * max(diag[j], np.finfo(float).tiny):
@@ -93,11 +94,10 @@ def lars_path_lazy(Xy, gram_column, gram_diag, n_nonzero, *, collinear_tol=1e-10
         s = np.sign(c[A])
         s[s == 0] = 1.0
         Cmax = float(np.max(np.abs(c[A])))
-        y = solve_triangular(L[:k, :k], s, lower=True, check_finite=False)
-        w = solve_triangular(L[:k, :k].T, y, lower=False, check_finite=False)
-        AA = 1.0 / np.sqrt(max(s @ w, np.finfo(float).tiny))
+        w = linalg.cho_solve(np.ascontiguousarray(L[:k, :k]), s)
+        AA = 1.0 / np.sqrt(max(linalg.dot(s, w), np.finfo(float).tiny))
         w *= AA
-        a = np.column_stack(cols) @ w           # G[:, A] w: correlation change per unit step
+        a = linalg.matvec(np.column_stack(cols), w)   # G[:, A] w: correlation change per unit step
         cf, af = c[free], a[free]
         with np.errstate(divide="ignore", invalid="ignore"):
             g1 = (Cmax - cf) / (AA - af)

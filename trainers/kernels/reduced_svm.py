@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from ... import ir
+from .. import linalg
 from .cvm import n_vectors
 from .kernel_math import kernel_matrix
 from .kernel_svm import (
@@ -72,7 +73,7 @@ def _line_search(out, dout, y, a0, a1):
     def slope(t):
         m = 1.0 - yo - t * yd
         on = m > 0
-        return a0 + t * a1 - np.dot(yd[on], m[on])
+        return a0 + t * a1 - linalg.dot(yd[on], m[on])
     if slope(1.0) <= 0:
         return 1.0
     lo, hi = 0.0, 1.0
@@ -106,7 +107,7 @@ class _PrimalNewton:
 
     def _full_M(self):
         PA = self.Psi[self.active]
-        return self.R + PA.T @ PA
+        return self.R + linalg.tmatmul(PA, PA)
 
     def add_column(self, col, k_row, k_self):
         """Add basis function ``col`` = K(X, x_j) [n]; ``k_row`` = K(x_J, x_j)
@@ -121,8 +122,8 @@ class _PrimalNewton:
         self.R = R
         ca = col[self.active]
         m = np.empty(S1 + 1)
-        m[:S1] = self.Psi[self.active].T @ ca
-        m[S1] = ca @ ca
+        m[:S1] = linalg.rmatvec(self.Psi[self.active], ca)
+        m[S1] = linalg.dot(ca, ca)
         M = np.zeros((S1 + 1, S1 + 1))
         M[:S1, :S1] = self.M
         M[S1, :] = M[:, S1] = m + r
@@ -134,13 +135,13 @@ class _PrimalNewton:
         y, Psi = self.y, self.Psi
         for it in range(max_iter):
             A = self.active
-            z = Psi[A].T @ y[A]
+            z = linalg.rmatvec(Psi[A], y[A])
             jitter = 1e-12 * max(1.0, float(np.mean(np.diag(self.M))))
-            target = np.linalg.solve(self.M + jitter * np.eye(self.M.shape[0]), z)
+            target = linalg.solve(self.M + jitter * np.eye(self.M.shape[0]), z)
             d = target - self.theta
-            dout = Psi @ d
-            Rd = self.R @ d
-            t = _line_search(self.out, dout, y, self.theta @ Rd, d @ Rd)
+            dout = linalg.matvec(Psi, d)
+            Rd = linalg.matvec(self.R, d)
+            t = _line_search(self.out, dout, y, linalg.dot(self.theta, Rd), linalg.dot(d, Rd))
             self.theta = self.theta + t * d
             self.out = self.out + t * dout
             new = y * self.out < 1.0
@@ -152,9 +153,9 @@ class _PrimalNewton:
                 self.M = self._full_M()
                 continue
             add, rem = changed & new, changed & A
-            self.M = self.M + Psi[add].T @ Psi[add] - Psi[rem].T @ Psi[rem]
+            self.M = self.M + linalg.tmatmul(Psi[add], Psi[add]) - linalg.tmatmul(Psi[rem], Psi[rem])
             self.active = new
-        self.out = Psi @ self.theta               # no drift into the next step's scores
+        self.out = linalg.matvec(Psi, self.theta)  # no drift into the next step's scores
         return self.theta
 
 
@@ -187,7 +188,7 @@ def reduced_svm_path(X, y, m, C, gamma, *, n_candidates=59, seed=0, checkpoints=
             cand = rng.choice(cand, n_candidates, replace=False)
         Kc = kernel_matrix(X, X[cand], "rbf", gamma)
         beta = newton.theta[1:]
-        KcJb = Kc[J].T @ beta if J else np.zeros(cand.size)
+        KcJb = linalg.rmatvec(Kc[J], beta) if J else np.zeros(cand.size)
         gains = candidate_gains(Kc, np.ones(cand.size), KcJb, y, newton.out, C)
         best = int(np.argmax(gains))
         j = int(cand[best])

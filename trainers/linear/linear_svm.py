@@ -23,6 +23,10 @@ d loss_V / d log C by one adjoint solve with M's Cholesky factor (O(n S)),
 which equals the thesis' Eqs. (2.28)-(2.33) with their typos corrected
 (``docs/algorithms/afr-cvm.md`` §1.2, §1.4).
 
+Every product and the Cholesky factorisation are ``trainers/linalg.py``'s, in
+a fixed order (no BLAS/LAPACK), so the solution, and AFR's representation
+built on its gradients, do not depend on the CPU kernel or thread count.
+
 ``LinearSVMClassifier`` is the linear-SVM baseline of the AFR paper (Figs.
 3, 4) on raw features, standardised in training and folded back into one
 ``linear`` IR node.
@@ -32,9 +36,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.linalg import cho_factor, cho_solve
 
 from ... import ir
+from .. import linalg
 from ..base import CostSensitiveClassifier
 from ..common import class_weight_per_class, no_predict_proba, single_thread
 
@@ -42,10 +46,11 @@ from ..common import class_weight_per_class, no_predict_proba, single_thread
 @dataclass
 class SVMSolution:
     """theta = [w; b]; ``active`` is the final active set (bool [n]);
-    ``chol`` is scipy's Cholesky factor of the final M (with jitter)."""
+    ``chol`` is the lower Cholesky factor of the final M (with jitter),
+    ``linalg.cholesky``'s."""
     theta: np.ndarray
     active: np.ndarray
-    chol: tuple
+    chol: np.ndarray
     n_iter: int
 
     @property
@@ -73,23 +78,24 @@ def _reg_matrix(reg, S):
 
 
 def _objective(theta, Rb, Psi, y, mu):
-    m = np.maximum(0.0, 1.0 - y * (Psi @ theta))
-    return 0.5 * theta @ Rb @ theta + 0.5 * np.sum(mu * m * m)
+    m = np.maximum(0.0, 1.0 - y * linalg.matvec(Psi, theta))
+    return 0.5 * linalg.dot(theta, linalg.matvec(Rb, theta)) + 0.5 * np.sum(mu * m * m)
 
 
 def _line_search(theta, d, Rb, Psi, y, mu):
     """argmin_t of the objective along theta + t d, t in (0, 1]: its
     derivative is piecewise linear and increasing; safeguarded Newton steps
     on it (exact within a linear piece) inside a shrinking bracket."""
-    f, df = Psi @ theta, Psi @ d
+    f, df = linalg.matvec(Psi, theta), linalg.matvec(Psi, d)
     yf, ydf = y * f, y * df
-    a0, a1 = theta @ Rb @ d, d @ Rb @ d      # regulariser: a0 + t a1
+    Rd = linalg.matvec(Rb, d)
+    a0, a1 = linalg.dot(theta, Rd), linalg.dot(d, Rd)      # regulariser: a0 + t a1
     mu_ydf = mu * ydf
 
     def slope(t):
         m = 1.0 - yf - t * ydf
         on = m > 0
-        return a0 + t * a1 - float(mu_ydf[on] @ m[on]), a1 + float(mu_ydf[on] @ ydf[on])
+        return a0 + t * a1 - linalg.dot(mu_ydf[on], m[on]), a1 + linalg.dot(mu_ydf[on], ydf[on])
     s1, _ = slope(1.0)
     if s1 <= 0:
         return 1.0
@@ -139,31 +145,34 @@ def l2svm_newton(Phi, y, mu=None, reg=1.0, theta0=None, max_iter=100) -> SVMSolu
     theta = np.zeros(S + 1) if theta0 is None else np.asarray(theta0, np.float64).copy()
     if theta0 is None and mu.sum() > 0:       # start at the best bias alone
         theta[-1] = np.sum(mu * y) / np.sum(mu)
-    active = y * (Psi @ theta) < 1.0
+    active = y * linalg.matvec(Psi, theta) < 1.0
     it = 0
     for it in range(1, max_iter + 1):
         chol = _factor(Rb, Psi, mu, active)
-        z = Psi[active].T @ (mu[active] * y[active])
-        target = cho_solve(chol, z)
-        if np.array_equal(y * (Psi @ target) < 1.0, active):
+        z = linalg.rmatvec(Psi[active], mu[active] * y[active])
+        target = linalg.cho_solve(chol, z)
+        if np.array_equal(y * linalg.matvec(Psi, target) < 1.0, active):
             # the Newton point keeps the active set: the objective's gradient
             # equals this quadratic's there, which is zero: the optimum
             return SVMSolution(theta=target, active=active, chol=chol, n_iter=it)
         d = target - theta
         theta = theta + _line_search(theta, d, Rb, Psi, y, mu) * d
-        active = y * (Psi @ theta) < 1.0
+        active = y * linalg.matvec(Psi, theta) < 1.0
     chol = _factor(Rb, Psi, mu, active)
     return SVMSolution(theta=theta, active=active, chol=chol, n_iter=it)
 
 
 def _factor(Rb, Psi, mu, active):
-    PA = Psi[active]
-    M = Rb + PA.T @ (mu[active][:, None] * PA)
+    M = Rb + linalg.weighted_gram(Psi[active], mu[active])
     # jitter: M is singular only when no row is active and R has a zero
     # block (the bias); 1e-12 of the diagonal's scale is far below any
     # entry the data put there
     jitter = 1e-12 * max(1.0, float(np.mean(np.diag(M))))
-    return cho_factor(M + jitter * np.eye(M.shape[0]), lower=False)
+    L, ok = linalg.cholesky(M + jitter * np.eye(M.shape[0]))
+    if not ok:
+        raise np.linalg.LinAlgError("l2svm_newton: the Newton system is not positive definite "
+                                    "(non-finite inputs or a non-PSD regulariser R)")
+    return L
 
 
 def sigmoid_loss(margins, mu, a):
@@ -218,14 +227,14 @@ def afr_gradients(sol: SVMSolution, Phi_T, y_T, mu_T, Phi_V, y_V, mu_V, C, a=5.0
     Psi_T = _with_bias(np.asarray(Phi_T, np.float64))
     yV = np.asarray(y_V, np.float64)
     yT = np.asarray(y_T, np.float64)
-    loss, s = sigmoid_loss(yV * (Psi_V @ theta), mu_V, a)
+    loss, s = sigmoid_loss(yV * linalg.matvec(Psi_V, theta), mu_V, a)
     d = -a * mu_V * yV * s * (1.0 - s)
-    v = cho_solve(sol.chol, Psi_V.T @ d)
+    v = linalg.cho_solve(sol.chol, linalg.rmatvec(Psi_V, d))
     d_phi_V = d[:, None] * w[None, :]
-    fT = Psi_T @ theta
+    fT = linalg.matvec(Psi_T, theta)
     coef = np.where(sol.active, mu_T, 0.0)
-    d_phi_T = coef[:, None] * (np.outer(yT - fT, v[:-1]) - np.outer(Psi_T @ v, w))
-    return AFRGradients(d_phi_T=d_phi_T, d_phi_V=d_phi_V, d_log_C=float(v[:-1] @ w / C), loss=loss)
+    d_phi_T = coef[:, None] * (np.outer(yT - fT, v[:-1]) - np.outer(linalg.matvec(Psi_T, v), w))
+    return AFRGradients(d_phi_T=d_phi_T, d_phi_V=d_phi_V, d_log_C=linalg.dot(v[:-1], w) / C, loss=loss)
 
 
 # ---------------------------------------------------------------- estimator
@@ -335,7 +344,7 @@ class LinearSVMClassifier(CostSensitiveClassifier):
             sol = l2svm_newton(Z, y_pm, mu, 1.0 / C, max_iter=self.max_iter)
             self.n_iter_ = max(self.n_iter_, sol.n_iter)
             W[:, j] = sol.w * scale                   # w' x = w (x - m) / s
-            B[j] = sol.b - float(sol.w @ (mean * scale))
+            B[j] = sol.b - linalg.dot(sol.w, mean * scale)
         self.coef_, self.intercept_, self._fitted_C = W.T, B, float(C)
 
     def to_ir(self) -> ir.Model:

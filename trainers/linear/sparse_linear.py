@@ -10,6 +10,11 @@ is solved as a plain ℓ1 logistic regression on ``x'_f = x_f / c_f`` (then
 zero is never touched, so the model's lazy cost is exactly the cost of the
 features it kept.  Sweep C (``cost_accuracy_curve``) for a cost curve.
 
+The solver is coordinate descent with Newton steps (``_l1_logistic.py``,
+liblinear's L1R_LR method, bias penalised as liblinear's: a constant column
+of ``intercept_scaling``) in a fixed order, so a model is the same on every
+machine, BLAS kernel and thread count.
+
 Groups are approximate: a feature's weight ``c_f`` is its own cost plus its
 group's cost shared equally among the group's features (a group lasso would
 be exact).
@@ -19,7 +24,11 @@ from __future__ import annotations
 import numpy as np
 
 from ... import ir
+from .. import linalg
 from ..base import CostSensitiveClassifier
+from ._l1_logistic import l1_logistic_cdn
+
+_TOL = 1e-4     # stop at 1e-4 of the first sweep's largest violation (scikit-learn's liblinear default)
 
 
 def penalty_weights(costs) -> np.ndarray:
@@ -50,12 +59,15 @@ class SparseLinearClassifier(CostSensitiveClassifier):
     standardize : bool, default True
         Fit on (x - mean) / std, fold the scaling back into w and b.
     intercept_scaling : float, default 100.0
-        liblinear penalises the bias as a weight on a constant column of
-        this value; large makes that penalty negligible.
+        The bias is penalised as a weight on a constant column of this value
+        (as liblinear does); large makes that penalty negligible.
     max_iter : int, default 1000
+        Coordinate-descent sweeps at most.
     feature_costs, feature_groups, group_costs, feature_names, group_names
         The cost specification; unit costs by default.
     random_state : int or None
+        Unused (the solver visits coordinates in a fixed order); kept for
+        a uniform trainer interface.
 
     Attributes
     ----------
@@ -87,7 +99,6 @@ class SparseLinearClassifier(CostSensitiveClassifier):
     def fit(self, X, y, eval_set=None):
         """Fit on X [N, F] (no missing values) and labels y.  ``eval_set``
         is accepted for a uniform trainer interface and unused."""
-        from sklearn.linear_model import LogisticRegression
         X, y = self._validate_X_y(X, y)
         if not (np.isfinite(self.C) and self.C > 0):
             raise ValueError(f"C must be a positive number, got {self.C!r}")
@@ -102,15 +113,16 @@ class SparseLinearClassifier(CostSensitiveClassifier):
         K = len(self.classes_)
         targets = [idx] if K == 2 else [(idx == k).astype(np.int64) for k in range(K)]   # one-vs-rest
         W, b = np.zeros((len(targets), X.shape[1])), np.zeros(len(targets))
+        s = float(self.intercept_scaling)
+        Xt = np.empty((X.shape[1] + 1, X.shape[0]))
+        Xt[:-1] = Z.T
+        Xt[-1] = s
         n_iter = 0
         for j, t in enumerate(targets):
-            lr = LogisticRegression(l1_ratio=1.0, solver="liblinear", C=float(self.C),
-                                    intercept_scaling=float(self.intercept_scaling),
-                                    max_iter=int(self.max_iter), random_state=self.random_state)
-            lr.fit(Z, t)
-            n_iter = max(n_iter, int(np.max(lr.n_iter_)))
-            W[j] = lr.coef_[0] / c * inv             # on raw features
-            b[j] = lr.intercept_[0] - W[j] @ mean
+            w, sweeps = l1_logistic_cdn(Xt, np.where(t == 1, 1.0, -1.0), float(self.C), int(self.max_iter), _TOL)
+            n_iter = max(n_iter, int(sweeps))
+            W[j] = w[:-1] / c * inv                   # on raw features
+            b[j] = w[-1] * s - linalg.dot(W[j], mean)
         self.coef_, self.intercept_ = W, b
         self.n_iter_ = n_iter
         self.n_features_used_ = int(np.any(W.astype(np.float32) != 0, axis=0).sum())
