@@ -66,6 +66,7 @@ def _ensemble(model, bank, ensemble):
 @dataclass
 class PruneResult:
     """A pruned model and what it measured on the validation rows."""
+
     model: object
     lam: float
     cost: float               # mean cost per validation row (the IR's lazy cost)

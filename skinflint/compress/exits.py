@@ -44,6 +44,7 @@ F32_MAX = float(np.finfo(np.float32).max)
 @dataclass
 class ExitResult:
     """A model with retrofitted exits and what it measured on validation."""
+
     model: object
     order: str
     thresholds: list
@@ -85,7 +86,7 @@ def cheap_first_order(model, bank):
 
 
 def _thresholds(partial, full_label, ends, tolerance):
-    """theta per checkpoint (all but the last stage), stage by stage."""
+    """Theta per checkpoint (all but the last stage), stage by stage."""
     N = partial.shape[0]
     allowed = tolerance * N / max(len(ends) - 1, 1)
     remaining = np.ones(N, bool)

@@ -7,12 +7,12 @@ import numpy as np
 import pytest
 
 pytest.importorskip("sklearn")
-from skinflint.importers import from_sklearn  # noqa: E402
-from skinflint.ir import FeatureCosts  # noqa: E402
-from skinflint.runtimes.reference import ReferenceRuntime  # noqa: E402
 from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor  # noqa: E402
 
 from skinflint.compress import budget_prune, prune_curve, prune_to_budget  # noqa: E402
+from skinflint.importers import from_sklearn  # noqa: E402
+from skinflint.ir import FeatureCosts  # noqa: E402
+from skinflint.runtimes.reference import ReferenceRuntime  # noqa: E402
 from skinflint.verify import verify  # noqa: E402
 
 RNG = np.random.default_rng(3)

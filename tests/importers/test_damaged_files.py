@@ -13,9 +13,9 @@ import re
 
 import numpy as np
 import pytest
-from skinflint.runtimes.reference import ReferenceRuntime
 
 from skinflint import ir
+from skinflint.runtimes.reference import ReferenceRuntime
 
 from ._rows import data, same_bits, same_bits64
 
@@ -220,8 +220,9 @@ def test_xgboost_ubjson_damaged_is_refused_or_the_same_model(xgb_model, tmp_path
 @pytest.fixture(scope="module", params=["forest", "boosting"])
 def skl_model(request):
     pytest.importorskip("sklearn")
-    from skinflint.importers.sklearn_json import from_sklearn_json, to_json
     from sklearn.ensemble import GradientBoostingClassifier, RandomForestClassifier
+
+    from skinflint.importers.sklearn_json import from_sklearn_json, to_json
     Xf = np.nan_to_num(X)
     est = (RandomForestClassifier(6, max_depth=3, random_state=0) if request.param == "forest"
            else GradientBoostingClassifier(n_estimators=4, max_depth=2, random_state=0)).fit(Xf, Y_3)
