@@ -29,6 +29,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import expit
 
+from .. import linalg
 from ..base import CostSensitiveClassifier, CostSensitiveRegressor
 from ..common import single_thread
 from ._soft_tree_kernels import greedy_select
@@ -236,8 +237,11 @@ class _ASTCMixin(_TreeIR):
         weighted OLS with intercept on one node.  ``paid`` is updated in
         place with the items of the kept columns."""
         sw = w.sum()
-        xm = (w @ Zk) / sw
-        ym = float(w @ tk) / sw
+        Zk = np.asarray(Zk, np.float64)
+        # fixed-order sums and QR (trainers/linalg.py), not BLAS/LAPACK: the
+        # node's scorer must not depend on the CPU kernel or thread count
+        xm = linalg.rmatvec(Zk, w) / sw
+        ym = linalg.dot(w, np.asarray(tk, np.float64)) / sw
         rw = np.sqrt(w)
         Xc = np.ascontiguousarray((Zk - xm) * rw[:, None])
         yc = (tk - ym) * rw
@@ -259,8 +263,8 @@ class _ASTCMixin(_TreeIR):
         cols = np.sort(order)
         beta = np.zeros(Zk.shape[1])
         if cols.size:
-            beta[cols] = np.linalg.lstsq(Xc[:, cols], yc, rcond=None)[0]
-        return cols, gains, Scorer.from_float64(beta, ym - float(beta @ xm))
+            beta[cols] = linalg.lstsq(Xc[:, cols], yc)
+        return cols, gains, Scorer.from_float64(beta, ym - linalg.dot(beta, xm))
 
 
 class ASTCRegressor(_ASTCMixin, _SquaredRegression, CostSensitiveRegressor):
