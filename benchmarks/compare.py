@@ -11,11 +11,17 @@ unit is one tree evaluation as in the seeds.  Every trainer in the registry
 parameter with ``cost_accuracy_curve``; every number comes from the
 exported IR on the reference runtime.  Writes ``<data>.md`` (table) and
 ``<data>.png`` (cost/accuracy plot) per data set to ``--out`` and prints the
-tables.  ``--quick`` subsamples and shortens the grids (CI runs it).
+tables, then each model's hash (the first 16 hex digits of the SHA-256 of its
+JSON; also in ``<data>-hashes.txt``): training is bit-reproducible on any
+machine, BLAS kernel and thread count, so two runs with the same versions
+must print the same hashes, and ``diff`` of two ``-hashes.txt`` files shows
+any model that differs.  ``--quick`` subsamples and shortens the grids (CI
+runs it).
 """
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
 import sys
 import time
@@ -25,7 +31,7 @@ from sklearn.base import clone
 from sklearn.frozen import FrozenEstimator
 from tqdm.auto import tqdm
 
-from skinflint import datasets
+from skinflint import datasets, ir
 from skinflint.trainers import TRAINERS, KernelSVMClassifier, cost_accuracy_curve
 from skinflint.trainers.curves import budget_curve, model_row
 from skinflint.trainers.kernels.cvm import n_vectors
@@ -181,6 +187,17 @@ def at_budgets(rows, total, name, fractions=(0.05, 0.15, 0.5)):
     return "\n".join(lines)
 
 
+def model_hashes(rows) -> list[tuple[str, str]]:
+    """(method, hash) per model: the first 16 hex digits of the SHA-256 of
+    its JSON.  An anytime model's budget rows are the same model as its
+    unbudgeted row, which carries the hash."""
+    out = []
+    for r in rows:
+        if r.get("budget") is None:
+            out.append((r["method"], hashlib.sha256(ir.to_json(r["model"]).encode()).hexdigest()[:16]))
+    return out
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="subsampled data, short grids (CI)")
@@ -202,6 +219,10 @@ def main(argv=None):
         print(text + "\n")
         with open(os.path.join(args.out, f"{name}.md"), "w") as fh:
             fh.write(text + "\n")
+        hashes = "\n".join(f"{h}  {name}: {method}" for method, h in model_hashes(rows))
+        print(f"model hashes ({name}; equal on every machine for the same versions):\n{hashes}\n")
+        with open(os.path.join(args.out, f"{name}-hashes.txt"), "w") as fh:
+            fh.write(hashes + "\n")
         try:
             from skinflint.plot import plot_cost_accuracy
             plot_cost_accuracy(by_method(rows), os.path.join(args.out, f"{name}.png"),
