@@ -190,16 +190,18 @@ def proximity_exit(model: ir.Model, X, group, threshold, *, exit_every=10, top_k
     qrow = np.repeat(np.arange(qg.n_queries), qg.sizes)
     # lexsort: the last key sorts first: query, then later exit first, then score, then position
     ranked = np.lexsort((np.arange(N), -scores.astype(np.float64), -exit_trees, qrow))
-    back = (lambda a: a) if qg.order is None else (lambda a: _unpermute(a, qg.order))
     order = ranked if qg.order is None else qg.order[ranked]
-    return ExitRanking(back(scores), back(exit_trees), back(cost), back(stage), order, ends)
+    return ExitRanking(*(_in_row_order(a, qg.order) for a in (scores, exit_trees, cost, stage)), order, ends)
 
 
 def _offsets(sizes):
     return np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
 
 
-def _unpermute(a, order):
+def _in_row_order(a, order):
+    """``a``, given for the regrouped rows, in the caller's row order."""
+    if order is None:
+        return a
     out = np.empty_like(a)
     out[order] = a
     return out
@@ -277,8 +279,10 @@ class GreedyMiserRanker(_GreedyMiserMixin, CostSensitiveRegressor):
         tags.target_tags.required = True
         return tags
 
-    def _grouped(self, X, y, group, *, reset):
-        X = self._validate_X(X, reset=False) if not reset else X
+    def _grouped(self, X, y, group, *, checked):
+        """(X, relevance labels, QueryGroups) with each query's rows contiguous; X is validated unless
+        ``checked``."""
+        X = X if checked else self._validate_X(X, reset=False)
         qg = query_groups(group, X.shape[0])
         return qg.take(X), qg.take(relevance_labels(y, X.shape[0])), qg
 
@@ -307,7 +311,7 @@ class GreedyMiserRanker(_GreedyMiserMixin, CostSensitiveRegressor):
         X, y = self._validate_X_y(X, y)
         N, F = X.shape
         w = self._validate_sample_weight(sample_weight, X)
-        X, labels, qg = self._grouped(X, y, group, reset=True)
+        X, labels, qg = self._grouped(X, y, group, checked=True)
         w = qg.take(w)
         costs = self._cost_spec(F)
         rng = np.random.default_rng(self.random_state)
@@ -328,7 +332,7 @@ class GreedyMiserRanker(_GreedyMiserMixin, CostSensitiveRegressor):
             if len(eval_set) not in (2, 3):
                 raise ValueError("eval_set: expected (X_val, y_val) or (X_val, y_val, group_val)")
             Xv, yv, qgv = self._grouped(eval_set[0], eval_set[1], eval_set[2] if len(eval_set) == 3 else None,
-                                        reset=False)
+                                        checked=False)
             val = (Xv, yv, qgv.offsets)
         target = RankTarget(labels, offsets)
         data = BinnedData.from_X(X, self.max_bins, seed=int(rng.integers(2**31)))
@@ -418,7 +422,8 @@ class EarlyExitRanker(GreedyMiserRanker):
         """NDCG@``eval_at`` of the Early Exit ranking (survivors first, module docstring)."""
         if sample_weight is not None:
             raise ValueError("score: sample_weight is not supported by a ranking metric")
-        return ndcg(y, np.zeros(len(y)), group, self.eval_at, order=self.rank(X, group).order)
+        r = self.rank(X, group)
+        return ndcg(y, r.scores, group, self.eval_at, order=r.order)
 
     def exit_curve(self, X, y, group=None, thresholds=(0.25, 0.5, 1.0, 2.0, 4.0), metric=None) -> list[dict]:
         """One row per s: ``threshold``, ``metric`` (NDCG@``eval_at`` by default; a callable
