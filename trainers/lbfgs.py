@@ -30,6 +30,7 @@ from .linalg import dot as _dot
 class LBFGSResult:
     """``x``, ``fun``, ``jac`` at the best point, iterations ``nit``,
     evaluations ``nfev`` and why it stopped (``message``)."""
+
     x: np.ndarray
     fun: float
     jac: np.ndarray
@@ -132,7 +133,7 @@ def minimize(fun, x0, *, maxiter=100, m=10, gtol=1e-5, ftol=2.220446049250313e-0
     Y = np.zeros((m, n))
     rho = np.zeros(m)
     head, count = m - 1, 0
-    d_prev, t_prev, gd_prev = None, 1.0, 0.0
+    d_prev, t_prev, gd_prev, g_prev = None, 1.0, 0.0, g
     it = 0
     message = "maximum iterations"
     if not np.isfinite(f):

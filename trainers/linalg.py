@@ -6,7 +6,7 @@ kernel its own way, so ``a @ b`` can differ in the last bits from one machine
 or thread count to the next, and a trainer that branches on such a value
 (a clamp, an active set, a line search) then produces different model bytes.
 Every product, Gram matrix and factorisation a trainer's result depends on
-goes through this module instead (docs/numerics.md, "Training").
+goes through this module instead (docs/results.md, "Reproducibility").
 
 The stated order, for every function: a sum over an index runs serially in
 ascending index order, one accumulator, starting from 0.0, with a separate
@@ -226,7 +226,7 @@ def _lu_solve(A, B):
 
 @njit(cache=True)
 def _householder_lstsq(A, B):
-    """min |A X - B| for A [n, p] of full column rank (n >= p), by
+    """Least squares, min |A X - B|, for A [n, p] of full column rank (n >= p), by
     Householder QR (columns in order, each reflector's sums over rows
     ascending) and back substitution; returns (X [p, r], ok)."""
     n, p = A.shape
@@ -280,14 +280,14 @@ def _as2d(b):
 
 
 def cho_solve(L, b):
-    """x with (L L') x = b, L from :func:`cholesky`."""
+    """Solve (L L') x = b for x, L from :func:`cholesky`."""
     B, vec = _as2d(b)
     X = solve_lower_t(L, solve_lower(L, B))
     return X[:, 0] if vec else X
 
 
 def spd_solve(A, b, jitter=0.0):
-    """x with (A + jitter*s I) x = b for a symmetric positive semi-definite A,
+    """Solve (A + jitter*s I) x = b for a symmetric positive semi-definite A,
     s the mean of diag(A) (at least the smallest normal float).  When the
     Cholesky factorisation meets a pivot <= 0 the jitter grows tenfold (from
     1e-12 of s if it was 0) until it succeeds, a deterministic sequence, so a
@@ -309,7 +309,7 @@ def spd_solve(A, b, jitter=0.0):
 
 
 def solve(A, b):
-    """x with A x = b for a square non-singular A (LU, partial pivoting)."""
+    """Solve A x = b for a square non-singular A (LU, partial pivoting)."""
     B, vec = _as2d(b)
     X, ok = _lu_solve(np.ascontiguousarray(A, np.float64), B)
     if not ok:

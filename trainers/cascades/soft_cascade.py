@@ -80,6 +80,7 @@ class Problem:
     F : float64 [m, T], 1 where tree t reads unit u (feature or group).
     unit_cost : float64 [m], c_u.
     """
+
     H: np.ndarray
     y: np.ndarray
     w: np.ndarray
@@ -114,6 +115,7 @@ class Settings:
     inner_maxiter : per stage and cycle; init_iters : IRLS steps per stage in
     Alg. 2.
     """
+
     mode: str = "cronus"
     n_stages: int = 10
     lam: float = 0.0
@@ -139,6 +141,7 @@ class Settings:
 class Cascade:
     """Stage weights B [K, T], biases b [K], thresholds theta [K]
     (theta[K-1] is unused: the last stage always exits)."""
+
     B: np.ndarray
     b: np.ndarray
     theta: np.ndarray
@@ -359,7 +362,7 @@ def optimize_stage(prob, cfg, c: Cascade, k: int, f_now: float):
 # ------------------------------------------------------------------ initialisation (Alg. 2)
 
 def _threshold_for_mass(s, pk, target, gamma):
-    """theta with mean_i p_i sigma(gamma (s_i - theta)) = target (Alg. 2
+    """Theta with mean_i p_i sigma(gamma (s_i - theta)) = target (Alg. 2
     line 7), by 80 bisection steps: the mass decreases in theta."""
     lo, hi = float(s.min()) - 60.0 / gamma, float(s.max()) + 60.0 / gamma
     for _ in range(80):

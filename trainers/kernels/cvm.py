@@ -42,7 +42,7 @@ DEFAULT_C = (1.0, 10.0, 100.0)
 
 
 def n_vectors(n_support_vectors, n_full):
-    """m from an int (a count) or a float in (0, 1] (a fraction of the full
+    """The count m from an int (a count) or a float in (0, 1] (a fraction of the full
     SVM's ``n_full`` vectors, at least 1)."""
     v = n_support_vectors
     if isinstance(v, numbers.Integral) and not isinstance(v, bool):

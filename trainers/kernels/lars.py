@@ -18,6 +18,7 @@ from .. import linalg
 class LarsResult:
     """``active``: regressor indices in the order they entered; ``coef``:
     their LAR path coefficients after the last step (same order)."""
+
     active: np.ndarray
     coef: np.ndarray
 

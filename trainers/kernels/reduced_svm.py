@@ -65,7 +65,7 @@ def candidate_gains(Kc, Kcc, KcJ_beta, y, out, C, newton_steps=8):
 
 
 def _line_search(out, dout, y, a0, a1):
-    """argmin over t in (0, 1] of the objective along a Newton direction:
+    """The argmin over t in (0, 1] of the objective along a Newton direction:
     its slope ``a0 + t a1 - sum_{active} y_i dout_i m_i(t)`` is piecewise
     linear and increasing, so bisect on it (60 halvings: float64 exact)."""
     yo, yd = y * out, y * dout

@@ -48,6 +48,7 @@ class SVMSolution:
     """theta = [w; b]; ``active`` is the final active set (bool [n]);
     ``chol`` is the lower Cholesky factor of the final M (with jitter),
     ``linalg.cholesky``'s."""
+
     theta: np.ndarray
     active: np.ndarray
     chol: np.ndarray
@@ -187,6 +188,7 @@ def sigmoid_loss(margins, mu, a):
 class AFRGradients:
     """d loss_V / d phi on T rows [nT, S] and V rows [nV, S], d loss_V /
     d log C, and loss_V itself."""
+
     d_phi_T: np.ndarray
     d_phi_V: np.ndarray
     d_log_C: float

@@ -294,7 +294,7 @@ class _CSTCMixin(_TreeIR):
 
     # ------------------------------------------------------------ lambda
     def lambda_grid(self, X, y, n=21):
-        """lambda values worth trying: lambda_max, the group-lasso KKT bound
+        """The lambda values worth trying: lambda_max, the group-lasso KKT bound
         at which the root's initialisation is all zero,
         max_m ||Phi_m^T (y - mean y) / n||_2 / c_m, then half-octave steps down.
 

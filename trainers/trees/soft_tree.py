@@ -237,7 +237,7 @@ class SoftTree:
                     sides=sides, rho_over=(self.rho / gam) if self.rho > 0 else np.zeros(A.size))
 
     def internal_objective(self, z, prob):
-        """f and its gradient in z = (b, beta_A, theta) (docs/trees.md):
+        """F and its gradient in z = (b, beta_A, theta) (docs/trees.md):
         f = sum_i w_i [1/2 (s_i-y_i)^2 + sig_i A_i^u + (1-sig_i) A_i^l] + 1/2 sum_c (rho/gamma_c) beta_c^2,
         A^s = L^s + lam R^s C^s, C_l = 1/2 sum_m ct_lm (G_lm/eta_lm + eta_lm)."""
         b, beta, th = z[0], z[1:-1], z[-1]
@@ -270,7 +270,7 @@ class SoftTree:
             A = prob["A"]
             z0 = np.r_[self.bias[k], self.beta[k, A], self.theta[k]]
             f0, _ = self.internal_objective(z0, prob)
-            res = lbfgs.minimize(lambda z: self.internal_objective(z, prob), z0, maxiter=maxiter)
+            res = lbfgs.minimize(lambda z, prob=prob: self.internal_objective(z, prob), z0, maxiter=maxiter)
             if res.fun <= f0:
                 self.bias[k], self.beta[k, A], self.theta[k] = res.x[0], res.x[1:-1], res.x[-1]
             self._clamp(k)
