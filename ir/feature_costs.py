@@ -156,7 +156,8 @@ class FeatureCosts:
         _refuse_duplicates(self.names, "the feature costs")
         if sorted(names) != sorted(self.names):
             raise ValueError(mismatch_message(self.names, names))
-        order = [self.names.index(n) for n in names]
+        where = {n: i for i, n in enumerate(self.names)}
+        order = [where[n] for n in names]
         return FeatureCosts.from_arrays(self.costs[order], self.groups[order], self.group_costs,
                                         names, self.group_names)
 
@@ -223,8 +224,9 @@ def _refuse_duplicates(names, what):
 
 def mismatch_message(cost_names, columns, what="the data's columns") -> str:
     """One line saying which names are on one side only, listing both sides."""
-    only_costs = [n for n in cost_names if n not in set(columns)]
-    only_data = [n for n in columns if n not in set(cost_names)]
+    column_set, cost_set = set(columns), set(cost_names)
+    only_costs = [n for n in cost_names if n not in column_set]
+    only_data = [n for n in columns if n not in cost_set]
     return (f"feature costs do not match {what} by name: only in the costs: {_listed(only_costs)}; "
             f"only in {what}: {_listed(only_data)} ({len(cost_names)} costs, {len(columns)} columns)")
 
@@ -275,7 +277,9 @@ def match_columns(costs, columns, n_features=None, *, by_position=False,
     if columns is None or by_position:
         return costs.check_n_features(n)
     _refuse_duplicates(columns, what)
-    if not costs.named:
+    if not costs.named and set(costs.names) != set(columns):
+        # unnamed costs (x0, x1, ...) go by position; but columns that are
+        # themselves called x0, x1, ... in another order are matched by name
         return costs.check_n_features(n).renamed(columns)
     if list(costs.names) == columns:
         return costs
@@ -312,7 +316,8 @@ def column_order(model_names, columns, *, what="the data") -> np.ndarray:
         raise ValueError(f"{what}: {len(columns)} columns, but the model has {F} features")
     where = {c: i for i, c in enumerate(columns)}
     missing = [n for n in model_names if n not in where]
-    extra = [c for c in columns if c not in set(model_names)]
+    model_set = set(model_names)
+    extra = [c for c in columns if c not in model_set]
     label = extra == [columns[-1]] and len(columns) == F + 1
     if missing or (extra and not label):
         raise ValueError(f"{what}: the header does not name the model's features: missing "

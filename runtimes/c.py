@@ -125,7 +125,7 @@ class CRuntime:
 
     def predict(self, X, budget=None) -> Prediction:
         m = self.model
-        X = as_features(X, m.n_features)
+        X = as_features(X, m.n_features, m.feature_names)
         N = X.shape[0]
         b = as_budget(budget, N)
         if self.target is not None:

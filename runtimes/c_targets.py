@@ -171,7 +171,7 @@ def run_on_target(model, X, budgets=None, target="aarch64", timeout=120, sources
     ok, why = target_available(target)
     if not ok:
         raise RuntimeError(why)
-    X = as_features(X, model.n_features)
+    X = as_features(X, model.n_features, model.feature_names)
     b = as_budget(budgets, len(X))
     sources = sources or render(model, "sfm")
     key = hashlib.sha256(b"\0".join([target.encode(), sources["sfm.c"].encode(), X.tobytes(),

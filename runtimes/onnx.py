@@ -79,7 +79,7 @@ class OnnxRuntime:
 
     def run(self, X, budget=None) -> dict:
         """The graph's raw outputs by name, rows in chunks."""
-        X = as_features(X, self.n_features)
+        X = as_features(X, self.n_features, self.feature_names)
         N = X.shape[0]
         if budget is not None and "budget" not in self.inputs:
             raise ValueError("this ONNX graph was compiled without a budget input "

@@ -43,10 +43,24 @@ class Runtime(Protocol):
     def predict(self, X, budget=None) -> Prediction: ...
 
 
-def as_features(X, n_features: int) -> np.ndarray:
+def as_features(X, n_features: int, names=None) -> np.ndarray:
     """Rows as C-contiguous float32 [N, F].  float64 input is rounded to the
-    nearest float32 (docs/numerics.md); NaN means missing."""
-    if hasattr(X, "to_numpy"):
+    nearest float32 (docs/numerics.md); NaN means missing.
+
+    A table with column names (a pandas DataFrame) is read by name when the
+    model's feature ``names`` are given: its columns are put in the model's
+    order, and a missing or extra name is an error naming it (a model whose
+    names are the defaults ``x0``, ``x1``, ... reads columns by position)."""
+    if names is not None and hasattr(X, "columns"):
+        from ..ir.feature_costs import column_order
+        columns = [str(c) for c in X.columns]
+        if len(columns) != n_features:
+            missing = [n for n in names if n not in set(columns)]
+            extra = [c for c in columns if c not in set(names)]
+            raise ValueError(f"X: {len(columns)} columns for a model of {n_features} features "
+                             f"(missing {missing[:10]}, not in the model {extra[:10]})")
+        X = np.asarray(X.to_numpy())[:, column_order(names, columns, what="X")]
+    elif hasattr(X, "to_numpy"):
         X = X.to_numpy()
     try:
         X = np.asarray(X)

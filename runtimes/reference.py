@@ -35,7 +35,7 @@ class ReferenceRuntime:
 
     def predict(self, X, budget=None) -> Prediction:
         m = self.model
-        X = as_features(X, m.n_features)
+        X = as_features(X, m.n_features, m.feature_names)
         N = X.shape[0]
         b = as_budget(budget, N)
         scores = np.zeros((N, m.task.n_outputs), np.float64 if self._tables.top_f64 else np.float32)

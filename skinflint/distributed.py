@@ -273,7 +273,7 @@ def _verify_partition(key, text, runtimes, options, index, part, budget, worst):
     reference = worker_runtime(key, text, "reference")
     model = reference.model
     try:
-        X = as_features(Xp, model.n_features)
+        X = as_features(Xp, model.n_features, model.feature_names)
         b = as_budget(b, len(X))
         ref = reference.predict(X, b)
     except (ValueError, TypeError) as e:

@@ -317,7 +317,7 @@ def verify(model, X=None, *, runtimes=None, budget=None, budgets="around", adver
     if isinstance(runtimes, str) or not hasattr(runtimes, "__iter__"):
         runtimes = [runtimes]
     if X is not None:
-        X = as_features(X, model.n_features)
+        X = as_features(X, model.n_features, model.feature_names)
     rows = adversarial_rows(model, X, seed=seed, max_rows=max_rows) if adversarial or X is None else X
     if adversarial and X is not None:
         rows = np.concatenate([X, rows])

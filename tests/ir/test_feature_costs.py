@@ -102,6 +102,14 @@ def test_match_columns_states_one_rule():
         match_columns(named, ["a", "a", "b"])
 
 
+def test_costs_named_like_the_defaults_follow_columns_of_those_names():
+    """A cost file naming x0, x1 on data whose columns are x1, x0: by name,
+    not by position (the default names are names when the columns use them)."""
+    costs = FeatureCosts.from_arrays([1.0, 5.0], names=["x0", "x1"])
+    r = match_columns(costs, ["x1", "x0"])
+    assert r.names == ("x1", "x0") and r.costs.tolist() == [5.0, 1.0]
+
+
 def test_column_order_reads_a_header_by_name():
     assert column_order(["a", "b", "c"], ["c", "a", "b"]).tolist() == [1, 2, 0]
     # one extra column, last: a label, left out

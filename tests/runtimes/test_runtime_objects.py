@@ -168,3 +168,23 @@ def _rows(p, a, b):
     import dataclasses
     return dataclasses.replace(p, **{f.name: getattr(p, f.name)[a:b] for f in dataclasses.fields(p)
                                      if getattr(p, f.name) is not None})
+
+
+@pytest.mark.parametrize("make", [ReferenceRuntime, OnnxRuntime, lambda m: CRuntime(m, api="dense"),
+                                  lambda m: CRuntime(m, api="lazy")], ids=["reference", "onnx", "c", "c-lazy"])
+def test_every_runtime_reads_a_dataframe_by_column_name(make):
+    pd = pytest.importorskip("pandas")
+    m = load_example("cascade")
+    names = m.feature_names
+    assert names != [f"x{j}" for j in range(m.n_features)]     # the example's features are named
+    X = np.random.default_rng(2).normal(size=(30, m.n_features)).astype(np.float32)
+    rt = make(m)
+    want = rt.predict(X)
+    swapped = pd.DataFrame(X, columns=names)[names[::-1]]      # same data, columns reversed
+    got = rt.predict(swapped)
+    np.testing.assert_array_equal(got.scores, want.scores)
+    np.testing.assert_array_equal(got.cost, want.cost)
+    with pytest.raises(ValueError, match="missing"):
+        rt.predict(pd.DataFrame(X[:, :-1], columns=names[:-1]))
+    with pytest.raises(ValueError, match="not in the model"):
+        rt.predict(pd.DataFrame(X, columns=names[:-1] + ["zzz"]))
