@@ -159,6 +159,7 @@ def boost(data: BinnedData, loss: Loss, target, n_rounds, *, weight=None, costs=
     bar = tqdm(range(n_rounds), disable=progress is None or n_rounds < 50, desc=progress,
                unit="round", leave=False)
     all_rows = np.arange(N, dtype=np.int32)
+    workspace = {}   # the grower's histogram buffers, reused by every tree of this run
     for it in bar:
         rows = all_rows
         if subsample < 1:
@@ -179,7 +180,7 @@ def boost(data: BinnedData, loss: Loss, target, n_rounds, *, weight=None, costs=
             h *= w
             tree = grow(data.binned, data.n_bins, rows, g, h, max_depth=max_depth,
                         min_samples_leaf=min_samples_leaf, l2=l2_regularization,
-                        penalty=penalty, active=active, on_split=on_split)
+                        penalty=penalty, active=active, on_split=on_split, workspace=workspace)
             sums = np.array(tree.sums)
             if leaf_values == "newton":
                 leaf = -sums[:, 0] / (sums[:, 1] + l2_regularization + 1e-300)

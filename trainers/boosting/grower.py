@@ -49,9 +49,11 @@ class Tree:
 
 
 def grow(binned, n_bins, rows, g, h, *, max_depth, min_samples_leaf, l2, penalty, active,
-         on_split=None) -> Tree:
+         on_split=None, workspace=None) -> Tree:
     """One tree.  ``penalty[f]`` is subtracted from every split's gain on f;
     ``on_split(f)`` may return a new penalty vector (immediate refunds).
+    ``workspace``: a dict the caller keeps across the trees of a fit, where
+    the histogram buffers are reused (``histogram.new_level``).
 
     Level by level: one call builds the histograms of all the level's nodes
     that need building, one computes their siblings by subtraction, one
@@ -71,7 +73,7 @@ def grow(binned, n_bins, rows, g, h, *, max_depth, min_samples_leaf, l2, penalty
         tree.leaves.append((0, 0, order.shape[0]))
         return tree
     frontier = [(0, 0, order.shape[0])]
-    hist = new_level(1, F)
+    hist = new_level(1, F, workspace, 0)
     hot = hot_bins(binned)
     first = np.zeros(1, np.int64)
     build_level(binned, order, first, np.array([order.shape[0]], np.int64), first, g, h, active, hot, *hist)
@@ -119,7 +121,7 @@ def grow(binned, n_bins, rows, g, h, *, max_depth, min_samples_leaf, l2, penalty
         # that are only built for their sibling's subtraction
         extra = iter(range(len(nxt), len(nxt) + len(small)))
         slots = np.array([a if a is not None else next(extra) for _, _, a in small], np.int64)
-        new = new_level(len(nxt) + sum(a is None for _, _, a in small), F)
+        new = new_level(len(nxt) + sum(a is None for _, _, a in small), F, workspace, (depth + 1) % 2)
         build_level(binned, order, np.array([s for s, _, _ in small], np.int64),
                     np.array([e for _, e, _ in small], np.int64), slots, g, h, active, hot, *new)
         if pairs:

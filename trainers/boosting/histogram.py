@@ -100,11 +100,23 @@ def hot_bins(binned):
     return hot
 
 
-def new_level(n_nodes, n_features):
+def new_level(n_nodes, n_features, workspace=None, key=0):
     """Uninitialised (sum g, sum h, count) arrays [n_nodes, F, 256] for one
-    level; ``build_level`` and ``subtract_level`` write every slot they fill."""
-    return (np.empty((n_nodes, n_features, N_SLOTS)), np.empty((n_nodes, n_features, N_SLOTS)),
-            np.empty((n_nodes, n_features, N_SLOTS), COUNT))
+    level; ``build_level`` and ``subtract_level`` write every slot they fill.
+
+    With a ``workspace`` (a dict kept across the trees of a fit) they are
+    views of buffers stored there under ``key`` (the grower alternates two
+    keys: a level reads its parents' while it writes its own), grown when
+    too small: a deep level of a wide data set is over 100 MB, and fresh
+    memory of that size is mapped and zeroed page by page by the kernel on
+    every level (measured 50-80 ms per level at 473k x 519, 5 ms reused)."""
+    if workspace is None:
+        return (np.empty((n_nodes, n_features, N_SLOTS)), np.empty((n_nodes, n_features, N_SLOTS)),
+                np.empty((n_nodes, n_features, N_SLOTS), COUNT))
+    buf = workspace.get(key)
+    if buf is None or buf[0].shape[0] < n_nodes or buf[0].shape[1] != n_features:
+        buf = workspace[key] = new_level(max(n_nodes, 2 * (0 if buf is None else buf[0].shape[0])), n_features)
+    return tuple(a[:n_nodes] for a in buf)
 
 
 @njit(cache=True, parallel=True)

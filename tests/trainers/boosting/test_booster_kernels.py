@@ -169,3 +169,18 @@ def test_leaf_ranges_update_scores_as_the_tree_walk_does():
     assert (stops - starts).sum() == 3000 and len(nodes) == (feat < 0).sum()
     add_leaf_values(tree.order, starts, stops, value[nodes], ranged)
     np.testing.assert_array_equal(ranged, walked)
+
+
+def test_trees_grown_in_a_shared_workspace_equal_trees_grown_alone():
+    from skinflint.trainers.boosting.grower import grow
+    rng, binned, g, h = _data(n=3000, f=3)
+    workspace = {}
+    for depth, n in [(2, 3000), (5, 3000), (4, 1700)]:   # the buffers grow, then are reused smaller
+        rows = np.sort(rng.choice(3000, n, replace=False)).astype(np.int32)
+        g = rng.normal(size=3000)
+        kw = dict(max_depth=depth, min_samples_leaf=5, l2=0.0, penalty=np.zeros(3), active=np.ones(3, bool))
+        shared, alone = grow(binned, np.full(3, 21), rows, g, h, workspace=workspace, **kw), \
+            grow(binned, np.full(3, 21), rows, g, h, **kw)
+        assert shared.sums == alone.sums and len(shared.feature) > 3
+        for a, b in zip(shared.arrays(np.zeros(len(shared.feature))), alone.arrays(np.zeros(len(alone.feature)))):
+            np.testing.assert_array_equal(a, b)
