@@ -7,6 +7,9 @@ import sys
 
 import numpy as np
 
+from .compilers.onnx_trees import DEFAULT_TARGET as ONNX_DEFAULT_TARGET
+from .compilers.onnx_trees import TARGETS as ONNX_TARGETS
+from .compress import cli as compress_cli
 from .runtimes.registry import DEFAULT_CHECKED, RUNTIMES
 
 EXIT_USAGE = 2
@@ -171,7 +174,7 @@ def cmd_compile(args):
         out_dir = os.path.dirname(os.path.abspath(args.output))
         if not os.path.isdir(out_dir):
             raise CLIError(f"{args.output}: the folder {out_dir} does not exist")
-        proto = compile_onnx(m, mode=args.mode)
+        proto = compile_onnx(m, mode=args.mode, target=args.onnx_target)
         onnx.save(proto, args.output)
         outs = ", ".join(o.name for o in proto.graph.output)
         print(f"{args.output}: {len(proto.graph.node)} ops; inputs "
@@ -342,6 +345,10 @@ def build_parser():
     s.add_argument("--mode", choices=["exact", "fast"], default="exact",
                    help="onnx only: exact (bit-exact scores, per-row cost, stage, budget input; "
                         "the default) or fast (one summed tree ensemble: predictions only)")
+    s.add_argument("--onnx-target", choices=list(ONNX_TARGETS), default=ONNX_DEFAULT_TARGET,
+                   help="onnx only: the oldest runtime the graph must run on, which picks the tree operator "
+                        "and opsets (docs/onnx.md); no-ml-ops walks trees in standard operators for "
+                        f"engines without ai.onnx.ml (default: {ONNX_DEFAULT_TARGET})")
     s.set_defaults(func=cmd_compile)
     s = sub.add_parser("import", help="import a LightGBM, XGBoost or scikit-learn model with feature costs",
                        description="Convert a LightGBM text model, an XGBoost JSON/UBJSON model or a "
@@ -379,6 +386,7 @@ def build_parser():
     s.add_argument("--no-adversarial", action="store_true", help="only the rows of --data")
     s.add_argument("--json", help="also write the report as JSON (for CI)")
     s.set_defaults(func=cmd_verify)
+    compress_cli.add_parser(sub)
     s = sub.add_parser("demo", help="train, compile and verify on bundled data",
                        description="The quick start: train on bundled real data, compile, verify "
                                    "parity, and print the cost/accuracy table.")

@@ -1,6 +1,7 @@
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from skinflint.cli import main
@@ -118,3 +119,29 @@ def test_demo_quick_runs_end_to_end(tmp_path, capsys):
     assert (tmp_path / "demo" / "model.json").exists()
     assert (tmp_path / "demo" / "model.onnx").exists()
     assert (tmp_path / "demo" / "c" / "spam.c").exists() or (tmp_path / "demo" / "c" / "model.c").exists()
+
+
+def test_compile_onnx_target_no_ml_ops_has_no_tree_operator(tmp_path):
+    onnx = pytest.importorskip("onnx")
+    out = tmp_path / "m.onnx"
+    assert main(["compile", f"{EXAMPLES}/trees.json", "--target", "onnx", "--onnx-target", "no-ml-ops",
+                 "-o", str(out)]) == 0
+    domains = {n.domain for n in onnx.load(out).graph.node}
+    assert "ai.onnx.ml" not in domains
+    default = tmp_path / "d.onnx"
+    assert main(["compile", f"{EXAMPLES}/trees.json", "--target", "onnx", "-o", str(default)]) == 0
+    assert "ai.onnx.ml" in {n.domain for n in onnx.load(default).graph.node}
+
+
+def test_compress_is_a_command(tmp_path, capsys):
+    sklearn_ensemble = pytest.importorskip("sklearn.ensemble")
+    from skinflint.importers.sklearn_json import to_json
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(300, 3)).astype(np.float32)
+    y = (X[:, 0] > 0).astype(int)
+    to_json(sklearn_ensemble.RandomForestClassifier(8, max_depth=3, random_state=0).fit(X, y), tmp_path / "f.json")
+    np.savetxt(tmp_path / "val.csv", np.c_[X, y], delimiter=",")
+    out = tmp_path / "small.json"
+    assert main(["compress", str(tmp_path / "f.json"), "--from", "sklearn-json", "--data", str(tmp_path / "val.csv"),
+                 "--lambda", "0.05", "-o", str(out)]) == 0
+    assert "before (val)" in capsys.readouterr().out and out.exists()
