@@ -25,6 +25,8 @@ _LAZY = {
     "GreedyMiserClassifier": ("skinflint.trainers", "GreedyMiserClassifier"),
     "GreedyMiserRegressor": ("skinflint.trainers", "GreedyMiserRegressor"),
     "EarlyExitClassifier": ("skinflint.trainers", "EarlyExitClassifier"),
+    "GreedyMiserRanker": ("skinflint.trainers", "GreedyMiserRanker"),
+    "EarlyExitRanker": ("skinflint.trainers", "EarlyExitRanker"),
     "CronusClassifier": ("skinflint.trainers", "CronusClassifier"),
     "CSCCClassifier": ("skinflint.trainers", "CSCCClassifier"),
     "CSTCClassifier": ("skinflint.trainers", "CSTCClassifier"),

@@ -7,6 +7,7 @@ from .anytime.afr import AFRClassifier
 from .base import CostSensitiveClassifier, CostSensitiveRegressor
 from .boosting.early_exit import EarlyExitClassifier
 from .boosting.greedy_miser import GreedyMiserClassifier, GreedyMiserRegressor
+from .boosting.ranker import EarlyExitRanker, GreedyMiserRanker
 from .cascades.cronus import CronusClassifier, CSCCClassifier
 from .curves import cost_accuracy_curve, format_table
 from .kernels.cvm import CVMClassifier, LARSSVMClassifier
@@ -18,9 +19,11 @@ from .registry import ESTIMATORS, TRAINERS, TrainerSpec
 from .trees.astc import ASTCClassifier, ASTCRegressor, node_budgets_from
 from .trees.cstc import CSTCClassifier, CSTCRegressor
 
-__all__ = ["CostSensitiveClassifier", "CostSensitiveRegressor", "GreedyMiserClassifier",
-           "GreedyMiserRegressor", "EarlyExitClassifier", "CronusClassifier", "CSCCClassifier", "CSTCClassifier", "CSTCRegressor",
-           "ASTCClassifier", "ASTCRegressor", "node_budgets_from", "AFRClassifier", "LinearSVMClassifier",
-           "SparseLinearClassifier", "KernelSVMClassifier", "CVMClassifier", "LARSSVMClassifier",
-           "ReducedSVMClassifier", "cost_accuracy_curve", "format_table",
-           "TRAINERS", "ESTIMATORS", "TrainerSpec"]
+__all__ = [
+    "CostSensitiveClassifier", "CostSensitiveRegressor",
+    "GreedyMiserClassifier", "GreedyMiserRegressor", "GreedyMiserRanker", "EarlyExitClassifier", "EarlyExitRanker",
+    "CronusClassifier", "CSCCClassifier", "CSTCClassifier", "CSTCRegressor", "ASTCClassifier", "ASTCRegressor",
+    "node_budgets_from", "AFRClassifier", "LinearSVMClassifier", "SparseLinearClassifier", "KernelSVMClassifier",
+    "CVMClassifier", "LARSSVMClassifier", "ReducedSVMClassifier", "cost_accuracy_curve", "format_table",
+    "TRAINERS", "ESTIMATORS", "TrainerSpec",
+]

@@ -5,8 +5,7 @@ import numpy as np
 import pytest
 
 from skinflint.ir import FeatureCosts
-from skinflint.trainers import (AFRClassifier, CronusClassifier, CSCCClassifier, KernelSVMClassifier,
-                                LinearSVMClassifier)
+from skinflint.trainers import AFRClassifier, CronusClassifier, CSCCClassifier, KernelSVMClassifier, LinearSVMClassifier
 from skinflint.trainers.common import class_weight_per_class, holdout_rows
 
 
