@@ -79,3 +79,16 @@ def test_the_readme_demo_output_is_what_the_demo_prints(tmp_path, monkeypatch):
     got = comparable(captured_demo("skinflint-demo")).splitlines()
     want = comparable(readme_output(open(os.path.join(REPO, "README.md")).read())).splitlines()
     assert got == want
+
+
+def test_the_layout_section_names_every_package_folder_and_trainer_family():
+    text = open(os.path.join(REPO, "README.md")).read()
+    layout = text.split("## Layout", 1)[1].split("\n## ", 1)[0]
+    for folder in ("skinflint", "ir", "trainers", "importers", "compilers", "runtimes", "templates", "tests",
+                   "examples", "benchmarks", "docs"):
+        assert f"`{folder}/`" in layout, folder
+    families = sorted(d for d in os.listdir(os.path.join(REPO, "trainers"))
+                      if os.path.isfile(os.path.join(REPO, "trainers", d, "__init__.py")))
+    assert families == ["anytime", "boosting", "cascades", "kernels", "linear", "trees"]
+    for family in families:
+        assert f"`{family}/`" in layout, family
