@@ -91,7 +91,11 @@ class FeatureCosts:
         """Read a cost CSV with header ``name,cost,group``.  A row named
         ``group:G`` sets the cost of group G; ``group`` may be empty.  Groups
         are numbered in sorted name order."""
-        names, costs, member, gcost, first = [], [], [], {}, {}
+        names: list[str] = []
+        costs: list[float] = []
+        member: list[str] = []
+        gcost: dict[str, float] = {}
+        first: dict[str, int] = {}
         with open(path, newline="") as fh:
             reader = csv.DictReader(fh)
             if reader.fieldnames is None or not {"name", "cost"} <= {f.strip() for f in reader.fieldnames}:
@@ -193,7 +197,7 @@ class FeatureCosts:
                 and np.array_equal(self.costs, other.costs) and np.array_equal(self.groups, other.groups)
                 and np.array_equal(self.group_costs, other.group_costs))
 
-    __hash__ = None   # mutable-looking arrays inside: not a dict key
+    __hash__ = None   # type: ignore[assignment]  # mutable-looking arrays inside: not a dict key
 
     def __repr__(self):
         return (f"FeatureCosts({self.n_features} features, {self.group_costs.shape[0]} groups, "

@@ -59,7 +59,7 @@ def from_dict(d) -> Model:
     if not isinstance(classes, list) or not all(
             isinstance(c, (str, int, float)) and not isinstance(c, bool) for c in classes):
         raise IRError("task.classes: expected a list of numbers or strings")
-    task = Task(kind=t.get("kind"),
+    task = Task(kind=str(t.get("kind")),   # validate_model names an unknown kind
                 n_outputs=scalar_int(t.get("n_outputs", 1), "task.n_outputs", low=1, high=1 << 16),
                 classes=tuple(classes), transform=t.get("transform", "identity"))
     nodes = d["nodes"]
