@@ -101,7 +101,13 @@ def main():
     ap.add_argument("--threads", default="1,2,all", help="comma-separated thread counts; 'all' is every core")
     ap.add_argument("--trees", type=int, default=100)
     ap.add_argument("--repeat", type=int, default=3, help="rounds; each fits every trainer once")
+    ap.add_argument("--omp-wait", choices=["default", "passive"], default="default",
+                    help="OMP_WAIT_POLICY for every OpenMP library here (numba's omp layer, scikit-learn, LightGBM, "
+                         "XGBoost); 'passive' stops idle threads spinning, which on a loaded machine costs them all "
+                         "several times their CPU")
     args = ap.parse_args()
+    if args.omp_wait == "passive":   # read once, when each OpenMP runtime loads: before any import below
+        os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
     import numba
     cores = os.cpu_count()
     threads = sorted({min(cores, numba.config.NUMBA_NUM_THREADS) if t == "all" else int(t)
@@ -131,7 +137,8 @@ def main():
     load1 = os.getloadavg()[0]
     print(f"\n{Xtr.shape[0]:,} x {f} ({args.scale}; {zeros:.0%} exact zeros), {args.trees} trees, depth 6 / 63 leaves, "
           f"255 bins, lr 0.1, binary log-loss; {cores} cores, load average {load0:.1f} at start, {load1:.1f} at end; "
-          f"median of {args.repeat} interleaved rounds; skinflint first fit (compile/cache load) {t_first:.1f} s")
+          f"median of {args.repeat} interleaved rounds; OMP_WAIT_POLICY {os.environ.get('OMP_WAIT_POLICY', 'unset')}, "
+          f"numba threading layer {numba.threading_layer()}; skinflint first fit (compile/cache load) {t_first:.1f} s")
     names = [name for name, _, _ in rows[0][1]]
     anchors = [name for name, anchor, _ in rows[0][1] if anchor]
     print("| threads | " + " | ".join(names) + " | GBRT / fastest | Greedy Miser / fastest |")
