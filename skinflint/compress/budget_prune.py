@@ -41,10 +41,11 @@ import numpy as np
 from ..ir import builders
 from ..ir.nodes import TreesNode
 from . import _prune_kernels as K
-from ._loss_refit import LOGISTIC, SQUARED, refit_and_losses
+from ._loss_refit import LOGISTIC, SQUARED, mean_loss, refit_and_losses
 from ._routing import path_errors, route_bank
 
 DEFAULT_ITERATIONS = 40
+BOOSTED_ROUNDS = 4        # re-scorings of a boosted ensemble against its pruned self
 LOSSES = {"error": 0, "brier": 1, "squared": 2}
 
 
@@ -70,7 +71,8 @@ class PruneResult:
     model: object
     lam: float
     cost: float               # mean cost per validation row (the IR's lazy cost)
-    error: float              # mean per-tree validation error (the surrogate minimised)
+    error: float              # forest: mean per-tree validation error (the surrogate minimised);
+                              # boosted: the pruned ensemble's mean validation loss
     node_values: str
     n_nodes: int
     n_trees: int
@@ -163,9 +165,12 @@ class _Problem:
                                  "to its loss (node_values='auto' or 'refit')")
             kind = LOGISTIC if classify else SQUARED
             target = y_class.astype(np.float64) if classify else y_value
-            value, loss, _ = refit_and_losses(f, thr, lft, rgt, ml, roots, X, leaf_of,
-                                              np.asarray(bank.value[:, 0], np.float64),
-                                              float(bank.base_score[0]), target, kind)
+            source = np.asarray(bank.value[:, 0], np.float64)
+            self._rescore = lambda cur, kept, refit=False: refit_and_losses(  # noqa: E731  (the same rows every round)
+                f, thr, lft, rgt, ml, roots, X, leaf_of, source, cur, kept, float(bank.base_score[0]), target,
+                kind, refit)
+            self._mean_loss = lambda F: mean_loss(F, target, kind)  # noqa: E731
+            value, loss, _ = self._rescore(source, np.ones(len(source), bool), True)
             self.value, self.node_values, self.loss = value[:, None], "loss-refit", "ensemble"
             self.err = loss / self.N
             self._segments(t_node, t_unit, t_row)
@@ -197,16 +202,32 @@ class _Problem:
         self.t_node, self.t_unit = t_node, t_unit
         self.node_k, self.unit_k = t_node[self.by_key], t_unit[self.by_key]
 
-    def objective(self, kept, alive, lam, used):
-        error = float(self.err[alive & ~kept].sum())
+    def objective(self, kept, alive, lam, used, err):
+        error = float(err[alive & ~kept].sum())
         cost = (float(self.seg_cost[used].sum()) / self.N
                 + float(self.bank.tree_cost[kept[self.bank.roots]].sum()))
         return error + lam * cost, error, cost
 
     def solve(self, lam, iterations=DEFAULT_ITERATIONS, polish_sweeps=3):
+        """(kept, alive, error, cost, gap) of the best pruning found."""
         lam = float(lam)
         if not np.isfinite(lam) or lam < 0:
             raise ValueError(f"lambda: {lam!r} must be a finite number >= 0")
+        if self.ensemble != "boosted":
+            return self._solve(lam, self.err, iterations, polish_sweeps)
+        # boosted: re-score every tree against the ensemble as pruned so far,
+        # keep the round whose pruned ensemble has the least loss + lam * cost
+        err, best = self.err, None
+        for _ in range(BOOSTED_ROUNDS):
+            kept, alive, _, cost, gap = self._solve(lam, err, iterations, polish_sweeps)
+            _, loss, F = self._rescore(self.value[:, 0], kept)
+            error = float(self._mean_loss(F))
+            if best is None or error + lam * cost < best[2] + lam * best[3]:
+                best = (kept, alive, error, cost, gap)
+            err = loss / self.N
+        return best
+
+    def _solve(self, lam, err, iterations, polish_sweeps):
         lft, rgt, f = self.arrays
         cap = lam * self.unit_cost / self.N
         root_cost = lam * np.asarray(self.bank.tree_cost, np.float64)
@@ -216,19 +237,19 @@ class _Problem:
         best, best_dual, best_sol = np.inf, -np.inf, None
         for k in range(iterations):
             B = K.node_charges(self.node_k, self.unit_k, cap, share, f.shape[0])
-            kept, alive, dual = K.solve_trees(self.order, self.ooff, lft, rgt, f, self.err, B, root_cost)
+            kept, alive, dual = K.solve_trees(self.order, self.ooff, lft, rgt, f, err, B, root_cost)
             best_dual = max(best_dual, float(dual.sum()))
             used = K.dual_step(self.seg, self.node_k, kept, share, 0.5 / np.sqrt(k + 1.0))
-            obj = self.objective(kept, alive, lam, used)
+            obj = self.objective(kept, alive, lam, used, err)
             if obj[0] < best:
                 best, best_sol = obj[0], (kept.copy(), alive.copy())
         kept, alive = best_sol
         if polish_sweeps:
-            K.polish(self.order, self.ooff, self.toff, lft, rgt, f, self.err, self.t_node, self.t_unit,
+            K.polish(self.order, self.ooff, self.toff, lft, rgt, f, err, self.t_node, self.t_unit,
                      self.seg_of, cap, root_cost, kept, alive, len(self.seg) - 1, polish_sweeps)
         used = (np.logical_or.reduceat(kept[self.node_k], self.seg[:-1]) if len(self.node_k)
                 else np.zeros(0, bool))
-        obj, error, cost = self.objective(kept, alive, lam, used)
+        obj, error, cost = self.objective(kept, alive, lam, used, err)
         return kept, alive, error, cost, obj - best_dual
 
 
