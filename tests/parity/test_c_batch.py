@@ -73,6 +73,11 @@ def test_batch_walk_equals_the_per_row_evaluator_and_the_reference(name):
     _same(got, rows.predict(X, budget=b))
     _same(got, predict(m, X, b))
     assert (got.stage < m.nodes[m.output].n_trees - 1).any(), "some budget must halt a row"
+    # blocks with no missing value take the walk without the NaN test (x > threshold alone)
+    clean = np.where(np.isnan(X), np.float32(0.5), X)
+    got = batch.predict(clean, budget=b)
+    _same(got, rows.predict(clean, budget=b))
+    _same(got, predict(m, clean, b))
     # and the adversarial rows with budgets around each row's cost
     report = verify(m, runtimes=[batch, rows], max_rows=600)
     assert report.ok, report.table()
