@@ -94,6 +94,7 @@ class Problem:
         self.M = np.vstack([np.eye(self.H.shape[1]), self.F])
         self.ct = np.concatenate([self.tree_cost, self.unit_cost])
         self.Ft = np.ascontiguousarray(self.F.T)
+        self.Ht = np.ascontiguousarray(self.H.T)    # H beta as rmatvec(Ht, beta): same bits, vectorised
 
     @property
     def n(self):
@@ -183,7 +184,8 @@ def relaxed_cost(prob, B, p, q, mode):
 
 
 def scores(prob, c: Cascade):
-    return c.b[None, :] + linalg.matmul(prob.H, np.ascontiguousarray(c.B.T))
+    """S [n, K], s_ik = b_k + sum_t H_it B_kt (t ascending)."""
+    return c.b[None, :] + np.column_stack([linalg.rmatvec(prob.Ht, c.B[k]) for k in range(c.B.shape[0])])
 
 
 def objective(prob: Problem, cfg: Settings, c: Cascade, S=None) -> float:
@@ -213,6 +215,7 @@ class StageProblem:
         self.last = k == K - 1
         self.A = np.flatnonzero(c.B[k])
         self.HA = np.ascontiguousarray(prob.H[:, self.A])
+        self.HAt = np.ascontiguousarray(prob.Ht[self.A])
         p, q, I = chain(S, c.theta, cfg.gamma)
         self.pk = p[:, k].copy()
         y = prob.y
@@ -284,7 +287,7 @@ class StageProblem:
         """(value, gradient) of the stage surrogate at x."""
         cfg, lam = self.cfg, self.cfg.lam
         b, beta, theta = self.unpack(x)
-        s = b + linalg.matvec(self.HA, beta)
+        s = b + linalg.rmatvec(self.HAt, beta)      # = HA beta, t ascending
         gs, I, dI = self._gs, self._I, self._dI
         loss, gth, m, own = stage_pass(s, self.prob.y, self.prob.w, self.pk, self.a, theta, cfg.gamma,
                                        self.last, self.Z, I, dI, gs)
@@ -418,7 +421,7 @@ def init_cascade(prob: Problem, cfg: Settings) -> Cascade:
         bk, beta = fit_single_stage(prob, cfg, Gram, rhs, B, k, p, lam_k, cfg.rho[k], Om)
         B[k], b[k] = beta, bk
         if k < K - 1:
-            s = bk + linalg.matvec(prob.H, beta)
+            s = bk + linalg.rmatvec(prob.Ht, beta)
             theta[k] = _threshold_for_mass(s, p[:, k], (1 - cfg.eps) * p[:, k].mean(), cfg.gamma)
             p[:, k + 1] = p[:, k] * routing(s, theta[k], cfg.gamma)
     return Cascade(B, b, theta)

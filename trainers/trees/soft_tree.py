@@ -233,6 +233,7 @@ class SoftTree:
             sides.append((L, R, Go, eta, ct))
         gam = np.abs(self.beta[k, A])
         return dict(k=k, A=A, w=p[k] / self.n, PhiA=np.ascontiguousarray(self.Phi[:, A]),
+                    PhiAt=np.ascontiguousarray(self.Phi[:, A].T),
                     MA=np.ascontiguousarray(self.M[:, A]),
                     sides=sides, rho_over=(self.rho / gam) if self.rho > 0 else np.zeros(A.size))
 
@@ -242,7 +243,7 @@ class SoftTree:
         A^s = L^s + lam R^s C^s, C_l = 1/2 sum_m ct_lm (G_lm/eta_lm + eta_lm)."""
         b, beta, th = z[0], z[1:-1], z[-1]
         w, g = prob["w"], self.gamma
-        s = b + linalg.matvec(prob["PhiA"], beta)
+        s = b + linalg.rmatvec(prob["PhiAt"], beta)    # = PhiA beta, columns ascending
         sig = routing(s, th, g)
         gk = linalg.matvec(prob["MA"], beta * beta)
         Aside, coef = [], np.zeros(prob["MA"].shape[0])
