@@ -16,10 +16,12 @@ its value.  The dynamic program trades these changes of the ensemble's
 validation loss against cost, one tree at a time with the others as they
 are; the orchestration re-scores every tree against the ensemble as pruned
 so far and solves again (a few rounds), since changes scored one tree at a
-time add up to far less than the change of pruning many trees together.  The full Newton value -sum g / sum H (g at m_i) is not used: it
-also corrects the ensemble's remaining validation residual, and every tree
-that prunes in a region then adds that same correction (on MAGIC, a
-150-tree LightGBM model fell from 0.876 to 0.653 accuracy at lambda = 0).
+time add up to far less than the change of pruning many trees together.
+
+The full Newton value -sum g / sum H (g at m_i) is not used: it also
+corrects the ensemble's remaining validation residual, and every tree that
+prunes in a region then adds that same correction (on MAGIC, a 150-tree
+LightGBM model fell from 0.876 to 0.653 accuracy at lambda = 0).
 """
 from __future__ import annotations
 
