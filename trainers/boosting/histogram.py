@@ -30,6 +30,8 @@ COUNT = np.int32
 _N_SPARE = 8   # scratch slots the hot bin's rows write to, in turn, instead of the hot slot
 _HOT_SHARE = 0.15   # a bin with this share of the sampled rows is kept in registers
 _HOT_SAMPLE = 4096  # rows sampled (the first ones) to find a feature's hot bin
+_ROW_BLOCK = 8192   # rows whose g and h (128 KB) a group of features adds while they sit in L2
+_GROUP = 32         # features per group at most: their histograms (32 x 5 KB) stay in L2 too
 
 
 @njit(cache=True, inline="always")
@@ -63,9 +65,9 @@ def _accumulate_hot(col, rows, og, oh, a, b2, c, dense, z):
     nearby rows wait on one slot) and to the registers, any other row adds
     +0.0 to the registers and its g to its bin.  Then a[z] = the registers."""
     n = og.shape[0]
-    ag = 0.0
-    ah = 0.0
-    ac = 0
+    ag = a[z]   # 0 at a node's first block; the sums so far at the next ones
+    ah = b2[z]
+    ac = c[z]
     for i in range(n):
         b = np.int64(col[i] if dense else col[rows[i]])
         hot = b == z
@@ -140,32 +142,44 @@ def build_level(binned, order, starts, stops, slots, g, h, active, hot, hg, hh, 
             for i in range(starts[k], stops[k]):
                 og[o + i - starts[k]] = g[order[i]]
                 oh[o + i - starts[k]] = h[order[i]]
-    for f in prange(F):
-        col = binned[f]
-        z = hot[f]
-        lg = np.empty(N_SLOTS + _N_SPARE)
-        lh = np.empty(N_SLOTS + _N_SPARE)
-        lc = np.empty(N_SLOTS + _N_SPARE, COUNT)
+    # threads take groups of features; a group walks the node's rows in
+    # blocks, each block's gradients staying in L2 while every feature of the
+    # group adds it (measured 20% faster than one feature over all rows).
+    # Blocks go in row order, so every bin still sums its rows in row order.
+    per = max(1, min(_GROUP, F // 16))   # at least 16 groups: work for 16 threads
+    for q in prange((F + per - 1) // per):
+        f0, f1 = q * per, min(F, (q + 1) * per)
+        # hot features sum into scratch rows with spare slots, copied out per node
+        scratch = np.empty((3, f1 - f0, N_SLOTS + _N_SPARE))
+        counts = np.empty((f1 - f0, N_SLOTS + _N_SPARE), COUNT)
         for k in range(K):
             s = slots[k]
-            hg[s, f, :] = 0.0
-            hh[s, f, :] = 0.0
-            hc[s, f, :] = 0
-            if not active[f]:
-                continue
-            rows = order[starts[k]:stops[k]]
-            dense = stops[k] - starts[k] == N
-            ng, nh = (g, h) if dense else (og[off[k]:off[k + 1]], oh[off[k]:off[k + 1]])
-            if z < 0:
-                _accumulate(col, rows, ng, nh, hg[s, f], hh[s, f], hc[s, f], dense)
-            else:
-                lg[:] = 0.0
-                lh[:] = 0.0
-                lc[:] = 0
-                _accumulate_hot(col, rows, ng, nh, lg, lh, lc, dense, z)
-                hg[s, f, :] = lg[:N_SLOTS]
-                hh[s, f, :] = lh[:N_SLOTS]
-                hc[s, f, :] = lc[:N_SLOTS]
+            hg[s, f0:f1, :] = 0.0
+            hh[s, f0:f1, :] = 0.0
+            hc[s, f0:f1, :] = 0
+            scratch[:] = 0.0
+            counts[:] = 0
+            n = stops[k] - starts[k]
+            dense = n == N
+            for i0 in range(0, n, _ROW_BLOCK):
+                i1 = min(n, i0 + _ROW_BLOCK)
+                rows = order[starts[k] + i0:starts[k] + i1]
+                ng, nh = (g[i0:i1], h[i0:i1]) if dense else (og[off[k] + i0:off[k] + i1], oh[off[k] + i0:off[k] + i1])
+                for f in range(f0, f1):
+                    if not active[f]:
+                        continue
+                    # the dense root reads its block of the column in order
+                    col = binned[f, i0:i1] if dense else binned[f]
+                    if hot[f] < 0:
+                        _accumulate(col, rows, ng, nh, hg[s, f], hh[s, f], hc[s, f], dense)
+                    else:
+                        _accumulate_hot(col, rows, ng, nh, scratch[0, f - f0], scratch[1, f - f0],
+                                        counts[f - f0], dense, hot[f])
+            for f in range(f0, f1):
+                if active[f] and hot[f] >= 0:
+                    hg[s, f, :] = scratch[0, f - f0, :N_SLOTS]
+                    hh[s, f, :] = scratch[1, f - f0, :N_SLOTS]
+                    hc[s, f, :] = counts[f - f0, :N_SLOTS]
 
 
 @njit(cache=True, parallel=True)

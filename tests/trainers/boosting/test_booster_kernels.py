@@ -184,3 +184,19 @@ def test_trees_grown_in_a_shared_workspace_equal_trees_grown_alone():
         assert shared.sums == alone.sums and len(shared.feature) > 3
         for a, b in zip(shared.arrays(np.zeros(len(shared.feature))), alone.arrays(np.zeros(len(alone.feature)))):
             np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("n_rows", [20_000, 17_001])   # the dense root, gathered rows: 3 row blocks
+def test_row_blocks_and_feature_groups_sum_each_bin_in_row_order(n_rows):
+    rng, binned, g, h = _data(n=20_000, f=40)            # 40 features: groups of 2
+    binned[::3][:, rng.random(20_000) < 0.6] = 7          # every third feature sparse: hot bin 7
+    hot = hot_bins(binned)
+    assert (hot[::3] == 7).all() and (hot[1::3] == -1).all()
+    rows = np.sort(rng.choice(20_000, n_rows, replace=False)).astype(np.int32)
+    active = np.ones(40, bool)
+    active[5] = False
+    want = _numpy_hist(binned, rows, g, h)   # bincount adds each bin's weights in index order too
+    for got in (build_histograms(binned, rows, g, h, active, hot), build_histograms(binned, rows, g, h, active)):
+        for a, b in zip(got, want):
+            np.testing.assert_array_equal(a[active], b[active])
+            assert not a[~active].any()
