@@ -83,6 +83,19 @@ def test_batch_walk_equals_the_per_row_evaluator_and_the_reference(name):
     assert report.ok, report.table()
 
 
+@pytest.mark.parametrize("name", ["groups", "random0", "random0-f64"])
+def test_batch_walk_at_Os_equals_the_per_row_evaluator(name):
+    """-Os builds the compact walk (one row at a time, the NaN-aware step)."""
+    m = MODELS[name]
+    X, b = _rows_and_budgets(m)
+    clean = np.where(np.isnan(X), np.float32(0.5), X)
+    small, rows = CRuntime(m, opt="-Os"), CRuntime(m, api="rows")
+    for rows_in in (X, clean):
+        got = small.predict(rows_in, budget=b)
+        _same(got, rows.predict(rows_in, budget=b))
+        _same(got, predict(m, rows_in, b))
+
+
 def test_predict_batch_fills_result_structs_across_blocks():
     """The struct entry point, NULL budgets and a batch spanning blocks."""
     m = load_example("multiclass")
