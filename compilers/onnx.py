@@ -94,8 +94,9 @@ def compile_onnx(model, *, target=DEFAULT_TARGET, opset=None, mode="exact", budg
     if mode == "fast":
         outputs = finish(g, model, fast_scores(tab, g, tree_op, X), None)
     else:
-        scores, cost, stage, used = exact_graph(Setup(model, tab, g, tree_op, X, b), with_budget=budget)
-        outputs = finish(g, model, scores, (cost, stage, used if features_used else None))
+        scores, cost, stage, used = exact_graph(Setup(model, tab, g, tree_op, X, b), with_budget=budget,
+                                                with_used=features_used)
+        outputs = finish(g, model, scores, (cost, stage, used))
         if budget:
             inputs.append(helper.make_tensor_value_info("budget", F64, ["N"]))
     graph = helper.make_graph(g.nodes, "skinflint", inputs, outputs, g.inits)
@@ -127,22 +128,30 @@ def padded_inputs(g: Graph, F, with_budget):
         return X, g.op("Concat", "budget", g.const(np.array([-1.0])), axis=0)
 
 
-def exact_graph(setup: Setup, with_budget):
+def exact_graph(setup: Setup, with_budget, with_used=True):
     """(scores [N, K] f32, cost [N] f64, stage [N] i64, features_used [N, F]
-    bool) of the exact graph: routing masks, first touches, payments and
-    the halt, the stage completed before it, and that stage's value."""
+    bool, or None when not ``with_used``) of the exact graph: routing masks,
+    first touches, payments and the halt, the stage completed before it,
+    and that stage's value.  When costs add exactly in any order and the
+    trees have one route, only the rows over their budget are searched for
+    their first touches (``Costs.halt_lazy``); without a budget, none."""
     g = setup.g
     values = Values(setup)
     routing = Routing(setup, values)
     mask = None if setup.t.top_kind <= KIND_KERNEL else routing.active_regions()
     routes = routing.route_ends(mask) if setup.t.top_kind == KIND_CTREE else None
     costs = Costs(setup, values, routes)
-    feat_slots = costs.feature_slots(mask)
-    h, cost = costs.halt(feat_slots, mask, with_budget)
-    with g.scope("pay/halt", root=True):
-        h_col = g.unsqueeze(h, [1])
-    with g.scope("touch/features_used", root=True):
-        used = g.op("Less", feat_slots, h_col)
+    if costs.lazy(mask):
+        h, cost, used = costs.halt_lazy(with_budget, with_used)
+        h_col = None        # one route: the stage is a lookup by h alone
+    else:
+        feat_slots = costs.feature_slots(mask)
+        h, cost = costs.halt(feat_slots, mask, with_budget)
+        with g.scope("pay/halt", root=True):
+            h_col = g.unsqueeze(h, [1])
+        used = None
+        if with_used:
+            with g.scope("touch/features_used", root=True):
+                used = g.op("Less", feat_slots, h_col)
     stage = routing.stage(h, h_col, mask)
     return routing.scores(stage), cost, stage, used
-

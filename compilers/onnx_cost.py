@@ -12,6 +12,7 @@ row pays, and where its budget halts it (docs/onnx.md).
 """
 from __future__ import annotations
 
+import copy
 from fractions import Fraction
 
 import numpy as np
@@ -35,6 +36,7 @@ class Costs(Part):
         # per-region constants then reduce per route at compile time, and a
         # row gathers its route's row ([N, units], never [N, regions, units])
         self.routes = routes
+        self._start = None      # [rows, T] leaf starts, set by ``on_rows`` for a subset of rows
 
     # -- touch: the slot of each unit's first touch -------------------------
     def first_touches(self):
@@ -50,22 +52,14 @@ class Costs(Part):
         it (a segment tree of BitwiseOr, then a descent: log2(trees) steps);
         the depth of the feature on that tree's path comes from a second
         table, and the slot is that tree's slot + 1 + depth."""
-        t, p, sc, g = self.t, self.paths, self.sched, self.g
+        sc, g = self.sched, self.g
         F, R, T = self.F, sc.n_regions, self.layout.n_trees
         if T == 0:
             return None
-        start, _ = self.values.leaf()
-        lay = self.values.leaf_layout()
-        on_path = p.path_features(t.tn_feature, lay.leaves)            # [leaves, D]
-        by_start = np.full((len(lay.vals), on_path.shape[1]), -1, np.int32)
-        by_start[lay.start] = on_path
-        W, B = bit_layout(F)
-        sets = np.zeros((W, len(lay.vals)), np.int32)
-        row, d = np.nonzero(by_start >= 0)
-        f = by_start[row, d]
-        np.bitwise_or.at(sets, (f // B, row), np.int32(1) << (f % B))
+        start = self._leaf_start()
+        sets, by_start, n_starts, W, B = self._path_bits()
         if self.routes is not None:
-            return self._route_touches(start, sets, by_start, len(lay.vals), W, B)
+            return self._route_touches(start, sets, by_start, n_starts, W, B)
         regions = []
         for r in range(R):
             with g.scope(f"touch/region{r}", root=True):
@@ -73,8 +67,7 @@ class Costs(Part):
                 if not occ.size:
                     regions.append(rows_like(g, self.X, self.never, np.int64, (1, F)))
                     continue
-                trees = sc.occ_tree[occ]
-                cols = start if np.array_equal(trees, np.arange(T)) else g.gather(start, trees, 1)
+                cols = self._region_starts(start, sc.occ_tree[occ])
                 # a few words at a time: [words N, trees] and [N, features, depth]
                 # intermediates stay bounded however many features there are
                 steps = []
@@ -88,6 +81,30 @@ class Costs(Part):
             y = g.concat(regions, 1)
             static = self._static_features()
             return g.op("Min", y, g.const(static[None])) if np.any(static < self.never) else y
+
+    def _leaf_start(self):
+        """[rows, T] int32: where the values of each tree's leaf start."""
+        return self.values.leaf()[0] if self._start is None else self._start
+
+    def _path_bits(self):
+        """(sets [W, leaf starts] int32, by_start [leaf starts, D] int32,
+        number of leaf starts, W, B): per leaf start, the features on its
+        path as bit sets (``bit_layout``) and by depth (-1 past the leaf)."""
+        t, lay = self.t, self.values.leaf_layout()
+        on_path = self.paths.path_features(t.tn_feature, lay.leaves)       # [leaves, D]
+        by_start = np.full((len(lay.vals), on_path.shape[1]), -1, np.int32)
+        by_start[lay.start] = on_path
+        W, B = bit_layout(self.F)
+        sets = np.zeros((W, len(lay.vals)), np.int32)
+        row, d = np.nonzero(by_start >= 0)
+        f = by_start[row, d]
+        np.bitwise_or.at(sets, (f // B, row), np.int32(1) << (f % B))
+        return sets, by_start, len(lay.vals), W, B
+
+    def _region_starts(self, start, trees):
+        """[rows, len(trees)]: the leaf starts of a region's trees."""
+        T = self.layout.n_trees
+        return start if np.array_equal(trees, np.arange(T)) else self.g.gather(start, trees, 1)
 
     def _route_touches(self, start, sets, by_start, n_starts, W, B):
         """Classifier trees: [N, F] int64, per row the first slot at which a
@@ -203,29 +220,35 @@ class Costs(Part):
             return self.first_active(paths, mask, per_row=True)
 
     # -- pay: the acquisition order, the running cost, the halt -------------
-    def halt(self, feat_slots, mask, with_budget):
-        """(halting slot [N] int64, cost [N] float64): per row, the slot of
-        the first unit its budget cannot pay (``never`` if none) and what
-        it paid before it.  ``mask`` [N, R] marks the regions on the row's
-        route (None: one route)."""
-        g, t, L = self.g, self.t, self.layout
-        # groups: paid at the first touch of any member, together with it
-        fg = self.m.feature_groups
-        G = len(self.m.groups)
-        group_slots = None
-        if G:
-            with g.scope("touch/groups", root=True):
-                idx = expand_rows(g, self.X, g.const(np.where(fg >= 0, fg, G).astype(np.int64)[None]))
-                group_slots = g.op("ScatterElements", rows_like(g, self.X, self.never, np.int64, (G + 1,)),
-                                   idx, feat_slots, axis=1, reduction="min")
-        # the units with a cost.  A group shares its slot with the member
-        # that pays it and must be paid just before it: groups come first,
-        # and TopK breaks ties by position (the ONNX spec; tested)
+    def _paid_units(self):
+        """(groups, features, trees, support vectors) with a cost, and their
+        costs (float64) in the order ``_unit_slots`` lays their slots out."""
+        t, L = self.t, self.layout
         fc, gc = self.m.feature_costs, self.m.group_costs
         feats = np.flatnonzero(fc > 0)
         trees = np.flatnonzero(t.tree_cost[:L.n_trees] > 0)
         svs = np.flatnonzero(t.sv_cost[:L.n_sv] > 0)
-        groups = np.flatnonzero(gc > 0) if G else np.zeros(0, np.int64)
+        groups = np.flatnonzero(gc > 0) if len(self.m.groups) else np.zeros(0, np.int64)
+        costs = np.concatenate([gc[groups], fc[feats], t.tree_cost[trees], t.sv_cost[svs]]).astype(np.float64)
+        return (groups, feats, trees, svs), costs
+
+    def _unit_slots(self, feat_slots, mask):
+        """[[N, units] int64, ...] (empty if no unit has a cost): per row,
+        the slot of each paid unit, in ``_paid_units``' order, in parts."""
+        g, L = self.g, self.layout
+        (groups, feats, trees, svs), _ = self._paid_units()
+        # groups: paid at the first touch of any member, together with it
+        fg = self.m.feature_groups
+        G = len(self.m.groups)
+        group_slots = None
+        if groups.size:
+            with g.scope("touch/groups", root=True):
+                idx = expand_rows(g, self.X, g.const(np.where(fg >= 0, fg, G).astype(np.int64)[None]))
+                group_slots = g.op("ScatterElements", rows_like(g, self.X, self.never, np.int64, (G + 1,)),
+                                   idx, feat_slots, axis=1, reduction="min")
+        # A group shares its slot with the member that pays it and must be
+        # paid just before it: groups come first, and TopK breaks ties by
+        # position (the ONNX spec; tested)
         parts = []
         with g.scope("pay/units", root=True):
             if groups.size:
@@ -235,15 +258,27 @@ class Costs(Part):
             others = np.concatenate([L.tree0 + trees, L.sv0 + svs])
             if others.size:
                 parts.append(self.static_active(self.static(others), mask))
-            costs = np.concatenate([gc[groups], fc[feats], t.tree_cost[trees], t.sv_cost[svs]])
+            return parts
+
+    def halt(self, feat_slots, mask, with_budget, in_order=False):
+        """(halting slot [N] int64, cost [N] float64): per row, the slot of
+        the first unit its budget cannot pay (``never`` if none) and what
+        it paid before it.  ``mask`` [N, R] marks the regions on the row's
+        route (None: one route).  ``in_order``: sort every row (the rows
+        are already the ones over their budget)."""
+        g, L = self.g, self.layout
+        parts = self._unit_slots(feat_slots, mask)
+        _, costs = self._paid_units()
+        with g.scope("pay/units", root=True):
             budget = self.budget if with_budget else None
             never = rows_like(g, self.X, self.never, np.int64)
-        if parts:
-            with g.scope("pay", root=True):
-                h, cost = self._pay(g.concat(parts, 1), costs.astype(np.float64), budget, never)
-        else:
-            with g.scope("pay", root=True):
+        with g.scope("pay", root=True):
+            if not parts:
                 h, cost = never, rows_like(g, self.X, 0.0, np.float64)
+            elif in_order:
+                h, cost = self._pay_in_order(g.concat(parts, 1), costs, budget, never)
+            else:
+                h, cost = self._pay(g.concat(parts, 1), costs, budget, never)
         if budget is not None:
             with g.scope("pay/negative_budget", root=True):
                 # a negative budget halts at the very first unit, even a free one
@@ -252,6 +287,88 @@ class Costs(Part):
                              g.squeeze(self.static_active(first_static, mask), [1]))
                 h = g.where(g.op("Less", budget, g.const(np.float64(0))), first, h)
         return h, cost
+
+    # -- the same, searching only the rows over their budget -----------------
+    def lazy(self, mask):
+        """Whether ``halt_lazy`` applies: one route through the trees, and
+        costs that add exactly in any order (``exact_in_any_order``)."""
+        _, costs = self._paid_units()
+        sc = self.sched
+        return (self.routes is None and mask is None and sc.n_regions == 1 and np.any(sc.occ_region == 0)
+                and costs.size > 0 and exact_in_any_order(costs))
+
+    def touched_features(self):
+        """[N, F] bool: the features a row touches at all (on a reached
+        leaf's path, or a static event), without the first-touch search:
+        the BitwiseOr of the region's path bit sets, halving the trees."""
+        g, sc, F = self.g, self.sched, self.F
+        sets, _, _, W, B = self._path_bits()
+        with g.scope("touch/union", root=True):
+            occ = np.flatnonzero(sc.occ_region == 0)
+            cols = self._region_starts(self._leaf_start(), sc.occ_tree[occ])
+            n = occ.size
+            # leaf starts by rows ([starts, W], Gather on axis 0 runs about
+            # twice as fast as on axis 1 of [W, starts]): [N, n, W]
+            u = g.op("Gather", g.const(np.ascontiguousarray(sets.T)), cols, axis=0)
+            while n > 1:
+                # the first and the last ceil(n / 2) trees: a union does not
+                # mind the order, nor the middle tree twice when n is odd
+                c = (n + 1) // 2
+                u = g.op("BitwiseOr", g.slice(u, 0, c, 1), g.slice(u, n - c, n, 1))     # [N, c, W]
+                n = c
+            bits = np.int32(1) << np.arange(B, dtype=np.int32)
+            cols = g.op("Reshape", g.op("BitwiseAnd", g.op("Reshape", u, g.const([0, W, 1], np.int64)),
+                                        g.const(np.tile(bits, (W, 1))[None])),
+                        g.const([0, W * B], np.int64))                           # [N, W B]
+            if W * B > F:
+                cols = g.slice(cols, 0, F, 1)
+            touched = g.op("Not", g.op("Equal", cols, g.const(np.int32(0))))
+            static = self._static_features()[0]
+            if np.any(static < self.never):
+                touched = g.op("Or", touched, g.const(static[None] < self.never))
+            return touched
+
+    def on_rows(self, rows):
+        """These costs over the rows ``rows`` [M, 1] only."""
+        sub = copy.copy(self)
+        g = self.g
+        sub.X, sub._start = g.op("GatherND", self.X, rows), g.op("GatherND", self._leaf_start(), rows)
+        if self.budget is not None:
+            sub.budget = g.op("GatherND", self.budget, rows)
+        return sub
+
+    def halt_lazy(self, with_budget, with_used):
+        """(halting slot [N], cost [N], features_used [N, F] or None), as
+        ``feature_slots`` and ``halt`` give them, when ``lazy`` holds.  A
+        row within its budget halts nowhere, pays every unit it touches and
+        used every feature it touched: the union of its paths' features says
+        that, and the first-touch search, the sort and the halt run only on
+        the rows over their budget (a negative budget is one: every cost is
+        >= 0), gathered and scattered back.  The padding row (budget -1) is
+        always among them, so no op sees an empty batch."""
+        g = self.g
+        touched = self.touched_features()
+        _, costs = self._paid_units()
+        with g.scope("pay/total", root=True):
+            proxy = g.where(touched, g.const(np.int64(0)), g.const(self.never))
+            paid = g.cast(g.op("Less", g.concat(self._unit_slots(proxy, None), 1), g.const(self.never)), F64)
+            total = g.op("ReduceSum", g.op("Mul", paid, g.const(costs[None])), g.const([1], np.int64),
+                         keepdims=0)
+            never = rows_like(g, self.X, self.never, np.int64)
+        if not with_budget:
+            return never, total, (touched if with_used else None)
+        with g.scope("pay/over_budget", root=True):
+            rows = g.op("Reshape", g.op("NonZero", g.op("Greater", total, self.budget)),
+                        g.const([-1, 1], np.int64))                               # [M, 1]
+            sub = self.on_rows(rows)
+        with g.scope("pay/over_budget", root=True):
+            slots = sub.feature_slots(None)
+            h, cost = sub.halt(slots, None, True, in_order=True)
+        with g.scope("pay/over_budget/back", root=True):
+            used = None
+            if with_used:
+                used = g.op("ScatterND", touched, rows, g.op("Less", slots, g.unsqueeze(h, [1])))
+            return g.op("ScatterND", never, rows, h), g.op("ScatterND", total, rows, cost), used
 
     def _pay(self, slots, costs, budget, never):
         """Per row: the halting slot ('never' if none) and the cost paid

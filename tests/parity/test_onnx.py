@@ -173,6 +173,22 @@ def test_without_budget_input():
         rt.predict(X, budget=1.0)
 
 
+@pytest.mark.parametrize("name", ["trees", "groups", "linear_over_trees"])
+def test_without_a_budget_no_first_touch_search_or_sort(name):
+    # costs that add exactly in any order and one route through the trees:
+    # a row within its budget needs only the union of its paths' features
+    # (compilers/onnx_cost.py, halt_lazy), so a graph without a budget input
+    # builds no first-touch search and no sort, and still gives everything
+    m = load_example(name)
+    proto = compile_onnx(m, budget=False)
+    ops = [n.op_type for n in proto.graph.node]
+    assert "TopK" not in ops and "ArgMax" not in ops, name
+    X = adversarial_rows(m)
+    got, ref = OnnxRuntime(proto).predict(X), predict(m, X)
+    for field in ("scores", "cost", "stage", "features_used"):
+        np.testing.assert_array_equal(getattr(got, field), getattr(ref, field), err_msg=f"{name}: {field}")
+
+
 def test_runtime_loads_paths_and_bytes(tmp_path):
     m = load_example("cascade")
     proto = compile_onnx(m)
