@@ -38,13 +38,17 @@ import numpy as np
 from common import timed  # benchmarks/common.py, beside this script
 
 HARNESS = r"""
+#define _POSIX_C_SOURCE 199309L
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 #include "sfm.h"
 union Entry { int missing; double fvalue; int qvalue; };
 void predict(union Entry* data, int pred_margin, double* result);
-static double now(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec + 1e-9 * t.tv_nsec; }
+/* CPU time of this process: a busy shared machine slows it far less than wall time */
+static double now(void) {
+    struct timespec t; clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t); return t.tv_sec + 1e-9 * t.tv_nsec;
+}
 typedef struct { const float *row; } src;
 static float fetch(void *ctx, int32_t j) { return ((src *)ctx)->row[j]; }
 int main(int argc, char **argv) {
