@@ -9,9 +9,10 @@ cheapest model within 0.01 NDCG@5 of the full-cost LambdaMART GBRT, its cost as 
 (the thesis reports 1/10 on Yahoo), against CEGB's cheapest at the same NDCG@5; and the fit time of a
 LambdaMART Greedy Miser against LightGBM with the same trees (rounds, depth, leaves) and threads.
 
-    python benchmarks/bench_rank.py                                 # small synthetic set (minutes)
+    python benchmarks/bench_rank.py                                 # tiny synthetic set (~15 min on 2 cores)
+    python benchmarks/bench_rank.py --size small                    # 1,000 queries x 136 features
     python benchmarks/bench_rank.py --size yahoo                    # ~470k documents x 519 features
-    python benchmarks/bench_rank.py --plot docs/img/ranking_small.png
+    python benchmarks/bench_rank.py --plot docs/img/ranking_tiny.png
     python benchmarks/bench_rank.py --only gbrt,greedy-miser,lightgbm
     python benchmarks/bench_rank.py --train train.svm --valid valid.svm --test test.svm --costs costs.csv
 """
@@ -36,9 +37,9 @@ SIZES = {  # queries, features, rounds
     "small": (1000, 136, 300),
     "yahoo": (19944, 519, 1000),
 }
-GM_GRID = (1e-5, 3e-5, 1e-4, 3e-4, 1e-3)          # lambda per row, in Yahoo cost units (mean cost ~36)
+GM_GRID = (5e-6, 1e-5, 2e-5, 3e-5, 5e-5, 1e-4, 3e-4)   # lambda per row, in Yahoo cost units (mean cost ~36)
 EE_GRID = (0.0, 0.25, 0.5, 1.0, 2.0, 4.0)
-CEGB_GRID = (1e-4, 1e-3, 1e-2, 1e-1, 1.0)
+CEGB_GRID = (1e-5, 3e-5, 1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 0.1, 0.3)
 
 
 def load(args):
@@ -168,7 +169,7 @@ def timing(tr, costs, tree, threads):
     """Fit time of a LambdaMART Greedy Miser and of LightGBM lambdarank: same rounds, depth, leaves, bins,
     threads, no validation; after one warm-up fit each (numba compilation is not training)."""
     import lightgbm as lgb
-    gm = dict(objective="lambdarank", cost_tradeoff=GM_GRID[2], feature_costs=costs, verbose=0, random_state=0,
+    gm = dict(objective="lambdarank", cost_tradeoff=2e-5, feature_costs=costs, verbose=0, random_state=0,
               n_estimators=tree["n_estimators"], max_depth=tree["max_depth"], min_samples_leaf=20)
     lg = dict(objective="lambdarank", n_estimators=tree["n_estimators"], max_depth=tree["max_depth"],
               num_leaves=2 ** tree["max_depth"], min_child_samples=20, max_bin=255, n_jobs=threads, verbose=-1,
@@ -233,7 +234,7 @@ def plot(rows, path):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--size", choices=sorted(SIZES), default="small")
+    ap.add_argument("--size", choices=sorted(SIZES), default="tiny")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--train"), ap.add_argument("--valid"), ap.add_argument("--test"), ap.add_argument("--costs")
     ap.add_argument("--rounds", type=int, help="boosting rounds (default: by --size)")
