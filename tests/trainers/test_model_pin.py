@@ -54,3 +54,37 @@ def test_greedy_miser_models_are_byte_identical_to_the_pinned_ones(spam):
               "spam_ee": "2e3da8af8006ed02", "quad_reg": "4c294422e660c17c",
               "digits_multi": "02d41697e57cd530"}
     assert {k: _hash(est.to_ir()) for k, est in got.items()} == pinned
+
+
+# Issue 35: the trainers whose reductions moved from BLAS/LAPACK/scipy to
+# skinflint's fixed-order kernels (trainers/linalg.py, trainers/lbfgs.py, the
+# l1 model's coordinate descent) were re-pinned on purpose when they moved;
+# since then their bytes must be the same on every machine, BLAS kernel and
+# thread count (tests/trainers/test_determinism.py checks the settings side
+# by side in one run, these pins across machines and runs).
+_FIXED_ORDER_PINS = {
+    "cronus": "fdf880d937635e64", "cscc": "b268e60ff720a8a8", "cstc": "e85a6920ca300581",
+    "astc": "96b44b4f85359e76", "afr": "b8b9dff942125216", "linear-svm": "68cf65b3c8661fdb",
+    "l1-linear": "3b1c62c0ef6c1c6b", "cvm": "3a32d0ba8104256b", "lars-svm": "74bb6c8940df49d5",
+    "reduced-svm": "a6dcb38041c8b49b",
+}
+
+
+def test_fixed_order_trainers_are_byte_identical_to_the_pinned_ones():
+    import numpy as np
+
+    from skinflint.trainers import TRAINERS
+    ds = datasets.yahoo_like_costs(datasets.load_spambase(), seed=0)
+    rows = np.random.default_rng(0).permutation(len(ds.y))[:500]
+    X, y = ds.X[rows], ds.y[rows]
+    mean_cost = float(np.mean(ds.feature_costs))
+    got = {}
+    for name in _FIXED_ORDER_PINS:
+        spec = TRAINERS[name]
+        params = dict(spec.test_params)
+        if not spec.fixed and not spec.anytime:       # as test_determinism: a mid-grid trade-off
+            grid = spec.scaled_grid(mean_cost)
+            params[spec.sweep] = grid[len(grid) // 2]
+        est = spec.estimator("classification", feature_costs=ds.feature_costs, **params).fit(X, y)
+        got[name] = _hash(est.to_ir())
+    assert got == _FIXED_ORDER_PINS
