@@ -245,6 +245,8 @@ class Values(Part):
         bias = t.bias64 if wide else t.bias
         with g.scope(f"value/{self.m.nodes[n].kind}{n}", root=True):
             init = expand_rows(g, self.X, g.const(bias[t.node_bias[n]: t.node_bias[n] + K][None, None, :]))
+        if kind == KIND_TREES and K == 1:
+            return self._tree_prefix(n, init, np.arange(first, first + count), wide)
         if kind == KIND_TREES:
             steps = self.leaf_values(np.arange(first, first + count), np.arange(K)[None, None, :], wide)
             with g.scope(f"value/trees{n}", root=True):
@@ -272,6 +274,26 @@ class Values(Part):
             alpha = t.alpha[a0: a0 + count * K].reshape(count, K)
             contrib = g.op("Mul", g.unsqueeze(kv, [2]), g.const(alpha[None]))
             return g.cumsum(g.concat([init, contrib], 1), 1)
+
+    def _tree_prefix(self, n, init, trees, wide):
+        """``prefix`` of a one-output tree bank, summed tree-major: the leaf
+        values as [T, N] and CumSum along axis 0, the same additions in the
+        same order as along axis 1 of [N, T + 1, 1], which onnxruntime runs
+        about 100x slower (measured, 20,000 rows x 101: 132 ms vs 0.9 ms;
+        each Transpose ~2 ms)."""
+        g, t = self.g, self.t
+        start, vals = self.leaf()
+        if wide:
+            vals = self.leaf_layout().vals64
+        with g.scope("leaf/values"):
+            if not np.array_equal(trees, np.arange(self.layout.n_trees)):
+                start = g.gather(start, trees, 1)
+            steps = g.op("Gather", g.const(vals), g.op("Transpose", start, perm=[1, 0]))      # [T, N]
+        with g.scope(f"value/trees{n}", root=True):
+            run = g.cumsum(g.concat([g.op("Reshape", init, g.const([1, -1], np.int64)), steps], 0), 0)
+            if wide and t.node_div[n] != 1:
+                run = g.op("Div", run, g.const(np.float64(t.node_div[n])))
+            return g.unsqueeze(g.op("Transpose", run, perm=[1, 0]), [2])                     # [N, T + 1, 1]
 
     def value(self, n):
         """[N, K] float32 value of scoring node n, fully evaluated (a float64
