@@ -194,13 +194,15 @@ def headline(rows):
     lines = [f"full-cost LambdaMART (GBRT): NDCG@5 {ref['ndcg5']:.4f}, cost {ref['cost']:.1f} per document",
              f"cheapest skinflint model within 0.01 NDCG@5: {best['method']}: NDCG@5 {best['ndcg5']:.4f}, cost "
              f"{best['cost']:.1f} = {best['cost'] / ref['cost']:.3f} of the full model's (thesis on Yahoo: ~1/10)"]
-    cegb = [r for r in rows if r["family"].startswith("LightGBM") and r["ndcg5"] >= best["ndcg5"]]
+    # LightGBM's (with or without CEGB) cheapest past the same bar: full-cost NDCG@5 - 0.01
+    cegb = [r for r in rows if r["family"].startswith("LightGBM") and r["ndcg5"] >= ref["ndcg5"] - 0.01]
     if cegb:
         c = min(cegb, key=lambda r: r["cost"])
-        lines.append(f"LightGBM's cheapest at NDCG@5 >= {best['ndcg5']:.4f}: {c['method']}: cost {c['cost']:.1f}; "
-                     f"skinflint / LightGBM cost = {best['cost'] / c['cost']:.3f} (target <= 0.8)")
+        lines.append(f"LightGBM's cheapest within 0.01 NDCG@5 of the full model: {c['method']}: NDCG@5 "
+                     f"{c['ndcg5']:.4f}, cost {c['cost']:.1f}; skinflint / LightGBM cost = "
+                     f"{best['cost'] / c['cost']:.3f} (target <= 0.8)")
     else:
-        lines.append(f"no LightGBM model reaches NDCG@5 {best['ndcg5']:.4f}")
+        lines.append(f"no LightGBM model is within 0.01 of NDCG@5 {ref['ndcg5']:.4f}")
     return "\n".join(lines)
 
 
@@ -219,9 +221,13 @@ def plot(rows, path):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     fig, ax = plt.subplots(figsize=(8, 5))
-    for fam in dict.fromkeys(r["family"] for r in rows):
+    families = list(dict.fromkeys(r["family"] for r in rows))
+    colors = plt.get_cmap("tab20").colors
+    for i, fam in enumerate(families):
         pts = sorted((r["cost"], r["ndcg5"]) for r in rows if r["family"] == fam)
-        ax.plot(*zip(*pts, strict=True), marker="o", ms=4, label=fam)
+        anchor = fam.startswith("LightGBM")          # the anchors dashed, with crosses
+        ax.plot(*zip(*pts, strict=True), marker="x" if anchor else "o", ms=5 if anchor else 4,
+                ls="--" if anchor else "-", color=colors[i % len(colors)], label=fam)
     ax.set_xscale("log")
     ax.set_xlabel("mean cost per document (feature costs + 1 per tree)")
     ax.set_ylabel("test NDCG@5")
