@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ... import ir
+from ..linalg import dot
 from ._soft_tree_kernels import f32_margins
 
 F32_TINY = float(np.finfo(np.float32).tiny)
@@ -40,6 +41,7 @@ class CostItems:
     matrix : float64 [n_items, P], 1 where column c needs item m
     col_ptr, col_items : int64, the same map as CSR column -> items
     """
+
     cost: np.ndarray
     matrix: np.ndarray
     col_ptr: np.ndarray = field(init=False)
@@ -92,6 +94,7 @@ class CostItems:
 class Standardizer:
     """Column and target standardisation; ``fold`` maps standardised
     (beta, b) back to raw-unit float64 weights and bias (docs/trees.md)."""
+
     mean: np.ndarray
     scale: np.ndarray
     y_mean: float
@@ -114,7 +117,8 @@ class Standardizer:
 
     def fold(self, beta, b):
         w = np.asarray(beta, np.float64) * self.y_scale / self.scale
-        return w, self.y_mean + self.y_scale * float(b) - float(w @ self.mean)
+        # serial, in feature order (linalg.dot): a BLAS ddot's order depends on the CPU kernel
+        return w, self.y_mean + self.y_scale * float(b) - float(dot(w, np.ascontiguousarray(self.mean, np.float64)))
 
     def margin(self, s):
         """A standardised margin (or threshold) in raw target units."""
@@ -127,6 +131,7 @@ class Standardizer:
 class Scorer:
     """One linear scorer in IR form: columns ascending, float32 weights
     (none zero or subnormal), float32 bias."""
+
     cols: np.ndarray
     w32: np.ndarray
     b32: np.float32
@@ -154,6 +159,7 @@ class HardTree:
     ``exit[(k, side)]`` an optional separate exit scorer of a terminal
     (fine-tuned mixed node), otherwise the terminal reuses node k's scorer.
     """
+
     scorer: list
     child: np.ndarray
     threshold: np.ndarray
