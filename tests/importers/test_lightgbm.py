@@ -187,3 +187,18 @@ def test_init_score_in_front():
     for t in range(v.shape[1]):
         s = s + v[:, t]
     assert same_bits64(ReferenceRuntime(m).predict(X).scores[:, 0], s)
+
+
+def test_a_model_with_one_leaf_trees_imports_and_matches_lightgbm():
+    """LightGBM writes ``leaf_weight=`` empty for a tree that never split; such
+    a model is whole, not damaged (CEGB at a high tradeoff makes them)."""
+    rng = np.random.default_rng(3)
+    X = rng.random((60, 3)).astype(np.float32)
+    y = np.zeros(60)
+    y[0] = 1.0
+    b = lgb.train({"objective": "regression", "min_data_in_leaf": 100, "verbose": -1}, lgb.Dataset(X, y), 2)
+    text = b.model_to_string()
+    assert "num_leaves=1\n" in text and "leaf_weight=\n" in text
+    m = from_lightgbm(text)
+    np.testing.assert_array_equal(ReferenceRuntime(m).predict(X).scores[:, 0],
+                                  b.predict(X, raw_score=True).astype(np.float64))
