@@ -62,10 +62,13 @@ def _load_costs(path):
         raise CLIError(f"{path}: no such file") from None
 
 
-def _load_training(path, fmt, costs_path):
+def _load_training(path, fmt, costs_path, group=None):
     """A ``Dataset`` whose costs follow the data's columns: a cost file is
     matched to a CSV header by name, to data without names by position
-    (``ir.feature_costs.match_columns``, the rule of the Python API)."""
+    (``ir.feature_costs.match_columns``, the rule of the Python API).
+    Ranking data keep their query ids: svmlight's ``qid:`` or a ``.query``
+    file of group sizes (``group``: its path; ``<data>.query`` is read when
+    it exists), a CSV's query column (``group``: its header name or index)."""
     from .datasets import Dataset, load_svmlight
     from .ir.feature_costs import match_columns
     fmt = fmt or ("svmlight" if path.endswith((".svm", ".svmlight", ".libsvm", ".txt")) else "csv")
@@ -74,20 +77,39 @@ def _load_training(path, fmt, costs_path):
         M, header = _read_csv(path)
         if M.shape[1] < 2:
             raise CLIError(f"{path}: expected feature columns and the label last, got one column")
+        qid = None
+        if group is not None:
+            qcol = _query_column(group, header, M.shape[1], path)
+            qid = M[:, qcol]
+            M = np.delete(M, qcol, axis=1)
+            header = [h for j, h in enumerate(header) if j != qcol] if header else None
         X, y, names = M[:, :-1], M[:, -1], (header[:-1] if header else None)
         y = y.astype(np.int64) if np.all(y == np.round(y)) else y
     else:
         try:
-            ds = load_svmlight(path)
-        except FileNotFoundError:
-            raise CLIError(f"{path}: no such file") from None
-        X, y, names = ds.X, ds.y, None
+            ds = load_svmlight(path, query=group)
+        except FileNotFoundError as e:
+            raise CLIError(f"{e.filename or path}: no such file") from None
+        X, y, names, qid = ds.X, ds.y, None, ds.qid
     try:
         fc = match_columns(costs, names, X.shape[1], what=f"the columns of {path}")
     except ValueError as e:
         raise CLIError(f"{costs_path}: {e}") from None
     return Dataset(X.astype(np.float32), y, list(fc.names), np.array(fc.costs), fc.groups.astype(np.int32),
-                   list(fc.group_names), np.array(fc.group_costs), description=os.path.basename(path))
+                   list(fc.group_names), np.array(fc.group_costs), description=os.path.basename(path), qid=qid)
+
+
+def _query_column(group, header, width, path):
+    """``--group`` on a CSV: the query column's index, by header name or number."""
+    if header and group in header:
+        return header.index(group)
+    try:
+        j = int(group)
+    except ValueError:
+        raise CLIError(f"{path}: --group {group!r} names no column of the header") from None
+    if not 0 <= j < width - 1:
+        raise CLIError(f"{path}: --group {j}: expected a column index 0..{width - 2} (the label is last)")
+    return j
 
 
 def cmd_train(args):
@@ -95,28 +117,38 @@ def cmd_train(args):
     from .ir.json_io import check_writable
     from .trainers import TRAINERS
     check_writable(args.output)   # before training, not after it
-    ds = _load_training(args.data, args.format, args.costs)
-    task = args.task or ("classification" if ds.y.dtype.kind in "iu" and len(np.unique(ds.y)) <= 50
-                         else "regression")
+    ds = _load_training(args.data, args.format, args.costs, args.group)
+    ranking = args.objective is not None or args.task == "ranking"
+    task = "ranking" if ranking else args.task or (
+        "classification" if ds.y.dtype.kind in "iu" and len(np.unique(ds.y)) <= 50 else "regression")
+    if ranking and ds.qid is None:
+        raise CLIError(f"{args.data}: ranking needs query groups: svmlight qid:, a .query file or a CSV "
+                       "query column (--group)")
     spec = TRAINERS[args.trainer]
+    extra = {"objective": args.objective} if args.objective else {}
     try:
         # options a trainer has no parameter for are dropped by the registry
         est = spec.estimator(task, n_estimators=args.trees, max_depth=args.depth,
                              learning_rate=args.learning_rate, cost_tradeoff=args.cost_tradeoff,
                              threshold=args.exit_threshold, feature_costs=ds.costs,
-                             random_state=args.seed, verbose=1)
+                             random_state=args.seed, verbose=1, **extra)
     except ValueError as e:
         raise CLIError(f"{args.trainer}: {e}") from None
     eval_set = None
     if args.valid:
-        v = _load_training(args.valid, args.format, args.costs)
-        eval_set = (v.X, v.y)
-    est.fit(ds.X, ds.y, eval_set=eval_set)
+        v = _load_training(args.valid, args.format, args.costs, args.valid_group)
+        eval_set = (v.X, v.y, v.qid) if ranking else (v.X, v.y)
+    if ranking:
+        est.fit(ds.X, ds.y, group=ds.qid, eval_set=eval_set)
+        what, score = "NDCG@5", est.score(ds.X, ds.y, ds.qid)
+    else:
+        est.fit(ds.X, ds.y, eval_set=eval_set)
+        what, score = "training score", est.score(ds.X, ds.y)
     model = est.to_ir()
     ir.save(model, args.output)
     rounds = getattr(est, "n_estimators_", None)
     print(f"trained {args.trainer} ({task}): " + (f"{rounds} rounds, " if rounds is not None else "")
-          + f"static cost {model.static_cost():g}, training score {est.score(ds.X, ds.y):.4f}")
+          + f"static cost {model.static_cost():g}, {what} {score:.4f}")
     print(f"wrote {args.output}")
 
 
@@ -306,7 +338,13 @@ def build_parser():
     s.add_argument("--costs", help="feature-cost CSV (name,cost,group), matched to the data's header by "
                                    "name (without a header: by position)")
     s.add_argument("--trainer", choices=_trainer_names(), default="greedy-miser")
-    s.add_argument("--task", choices=["classification", "regression"], help="default: from the labels")
+    s.add_argument("--task", choices=["classification", "regression", "ranking"],
+                   help="default: from the labels (ranking with --objective)")
+    s.add_argument("--group", help="ranking: a LightGBM .query file of group sizes (svmlight; default "
+                                   "<data>.query when it exists, or the file's qid:), or the CSV's query column")
+    s.add_argument("--valid-group", help="--group for the --valid rows")
+    s.add_argument("--objective", choices=["lambdarank", "squared"],
+                   help="train a ranker (docs/ranking.md): LambdaMART or squared loss on the relevance label")
     s.add_argument("--lambda", dest="cost_tradeoff", type=float, default=1e-3,
                    help="cost trade-off: mean per-row loss reduction one unit of cost must buy")
     s.add_argument("--trees", type=int, default=100, help="boosting rounds")

@@ -145,3 +145,32 @@ def test_compress_is_a_command(tmp_path, capsys):
     assert main(["compress", str(tmp_path / "f.json"), "--from", "sklearn-json", "--data", str(tmp_path / "val.csv"),
                  "--lambda", "0.05", "-o", str(out)]) == 0
     assert "before (val)" in capsys.readouterr().out and out.exists()
+
+
+def test_train_a_ranker_from_an_svmlight_ltr_file_with_a_cost_file(tmp_path, capsys):
+    """README's ranking workflow: svmlight with qid:, a cost file, --objective lambdarank;
+    the model reports NDCG@5 (its exported model's, on the reference) and verifies exactly."""
+    from skinflint import datasets, ir
+    from skinflint.metrics import ndcg
+    from skinflint.runtimes.reference import ReferenceRuntime
+    ds = datasets.make_yahoo_like(n_queries=40, n_features=12, mean_docs=10, seed=1)
+    lines = [f"{int(y)} qid:{int(q)} " + " ".join(f"{j + 1}:{v:.9g}" for j, v in enumerate(x) if v != 0)
+             for x, y, q in zip(ds.X, ds.y, ds.qid)]
+    (tmp_path / "train.svm").write_text("\n".join(lines) + "\n")
+    (tmp_path / "costs.csv").write_text("name,cost,group\n" + "".join(
+        f"x{j},{c:g},\n" for j, c in enumerate(ds.feature_costs)))
+    out = tmp_path / "rank.json"
+    assert main(["train", "--data", str(tmp_path / "train.svm"), "--costs", str(tmp_path / "costs.csv"),
+                 "--objective", "lambdarank", "--trees", "15", "--depth", "3", "-o", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "(ranking)" in text and "NDCG@5" in text
+    reported = float(text.split("NDCG@5 ")[1].split()[0])
+    m = ir.load(out)
+    scores = ReferenceRuntime(m).predict(ds.X).scores[:, 0]
+    assert reported == pytest.approx(ndcg(ds.y, scores, ds.qid, k=5), abs=5e-5)   # printed to 4 decimals
+    assert main(["verify", str(out), "--runtimes", "c,c-lazy"]) == 0
+    # without query groups a ranker is refused in one line
+    (tmp_path / "plain.svm").write_text("\n".join(ln.replace(f" qid:{int(q)}", "") for ln, q in zip(lines, ds.qid)))
+    assert main(["train", "--data", str(tmp_path / "plain.svm"), "--objective", "lambdarank", "-o",
+                 str(tmp_path / "x.json")]) == 1
+    assert "ranking needs query groups" in capsys.readouterr().err
