@@ -31,8 +31,8 @@ from common import timed  # noqa: E402
 from skinflint.datasets import load_spambase, make_xor10  # noqa: E402
 from skinflint.runtimes.reference import predict  # noqa: E402
 from skinflint.trainers.anytime.afr import AFRClassifier  # noqa: E402
-from skinflint.trainers.curves import cost_accuracy_curve  # noqa: E402
 from skinflint.trainers.boosting.greedy_miser import GreedyMiserClassifier  # noqa: E402
+from skinflint.trainers.curves import cost_accuracy_curve  # noqa: E402
 from skinflint.trainers.linear.linear_svm import LinearSVMClassifier  # noqa: E402
 
 PAPER_XOR = {5: 0.76, 25: 0.84, 95: 0.98, math.inf: 1.0}    # Fig. 2, test accuracy
@@ -52,8 +52,8 @@ def xor(seeds):
     for seed in seeds:
         ds = make_xor10(seed=seed)
         tr, te = ds.split(0.36, seed=seed + 100)
-        m, t = timed(lambda: AFRClassifier(dims_per_block=2, append_dims=False, feature_costs=ds.feature_costs,
-                                           random_state=seed).fit(tr.X, tr.y))
+        m, t = timed(lambda ds=ds, seed=seed, tr=tr: AFRClassifier(
+            dims_per_block=2, append_dims=False, feature_costs=ds.feature_costs, random_state=seed).fit(tr.X, tr.y))
         accs = [acc(m.model_, te.X, te.y, None if math.isinf(b) else b)[0] for b in PAPER_XOR]
         svm = LinearSVMClassifier(feature_costs=ds.feature_costs).fit(tr.X, tr.y).score(te.X, te.y)
         worst = min(acc(m.model_, te.X, te.y, ck["static_cost"])[0]

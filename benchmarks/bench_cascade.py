@@ -19,9 +19,9 @@ import numpy as np
 
 from skinflint import datasets
 from skinflint.runtimes.reference import predict
-from skinflint.trainers.cascades.cronus import CronusClassifier, CSCCClassifier
 from skinflint.trainers.boosting.early_exit import EarlyExitClassifier
 from skinflint.trainers.boosting.greedy_miser import GreedyMiserClassifier
+from skinflint.trainers.cascades.cronus import CronusClassifier, CSCCClassifier
 
 
 def _setup(name):

@@ -64,7 +64,7 @@ def run(name, fractions, max_iter):
     for label, cls in (("LARS-SVM", LARSSVMClassifier), ("CVM", CVMClassifier)):
         out, total = [], 0.0
         for m in sizes:
-            est, t = timed(lambda: cls(n_support_vectors=m, svm=full, max_iter=max_iter).fit(tr.X, tr.y))
+            est, t = timed(lambda cls=cls, m=m: cls(n_support_vectors=m, svm=full, max_iter=max_iter).fit(tr.X, tr.y))
             total += t
             out.append((m, accuracy(est.model_, te)))
         rows[label], times[label] = out, total

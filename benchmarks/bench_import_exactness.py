@@ -33,6 +33,7 @@ def main():
     import lightgbm as lgb
     import xgboost as xgb
     from sklearn import ensemble, linear_model, svm, tree
+
     from skinflint.importers import from_lightgbm, from_sklearn, from_xgboost
     rng = np.random.default_rng(0)
     X = rng.normal(size=(600, 8)).astype(np.float32)
@@ -58,11 +59,14 @@ def main():
         ("RandomForestRegressor", ensemble.RandomForestRegressor(50, max_depth=6, random_state=0), Xn, y_reg),
         ("RandomForestClassifier", ensemble.RandomForestClassifier(50, max_depth=6, random_state=0), Xn, y_3),
         ("ExtraTreesClassifier", ensemble.ExtraTreesClassifier(50, max_depth=6, random_state=0), X, y_bin),
-        ("GradientBoostingClassifier bin", ensemble.GradientBoostingClassifier(n_estimators=100, random_state=0), X, y_bin),
+        ("GradientBoostingClassifier bin",
+         ensemble.GradientBoostingClassifier(n_estimators=100, random_state=0), X, y_bin),
         ("GradientBoostingClassifier 3", ensemble.GradientBoostingClassifier(n_estimators=50, random_state=0), X, y_3),
         ("GradientBoostingRegressor", ensemble.GradientBoostingRegressor(n_estimators=100, random_state=0), X, y_reg),
-        ("HistGradientBoostingClassifier 3", ensemble.HistGradientBoostingClassifier(max_iter=100, random_state=0), Xn, y_3),
-        ("HistGradientBoostingRegressor", ensemble.HistGradientBoostingRegressor(max_iter=100, random_state=0), Xn, y_reg),
+        ("HistGradientBoostingClassifier 3",
+         ensemble.HistGradientBoostingClassifier(max_iter=100, random_state=0), Xn, y_3),
+        ("HistGradientBoostingRegressor",
+         ensemble.HistGradientBoostingRegressor(max_iter=100, random_state=0), Xn, y_reg),
         ("LogisticRegression", linear_model.LogisticRegression(), X, y_bin),
         ("Ridge", linear_model.Ridge(), X, y_reg),
         ("SVC rbf", svm.SVC(gamma=0.3), X, y_bin),

@@ -54,6 +54,7 @@ class QueryGroups:
     ids : ndarray of shape (n_queries,)
         The query id of each query (its index when group sizes were given).
     """
+
     offsets: np.ndarray
     order: np.ndarray | None
     ids: np.ndarray

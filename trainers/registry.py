@@ -67,6 +67,7 @@ class TrainerSpec:
         classifier of relevance >= 3 ranked by its margin, scored by P@5:
         Cronus, CSCC, AFR), or None (not run on ranked data).
     """
+
     name: str
     label: str
     classifier: type | None

@@ -2,7 +2,6 @@
 and anytime models get a budget curve (``benchmarks/compare.py`` relies on
 both)."""
 
-import numpy as np
 import pytest
 
 from skinflint import datasets

@@ -31,6 +31,7 @@ from .losses import Loss
 
 class RankTarget(NamedTuple):
     """Relevance labels (float64) of rows grouped by query (``offsets``, query q is ``offsets[q]:offsets[q+1]``)."""
+
     labels: np.ndarray
     offsets: np.ndarray
 
@@ -98,6 +99,7 @@ class _RankingValidation(Loss):
 
 class LambdaRankLoss(_RankingValidation):
     """LambdaMART's pairwise |dNDCG|-weighted objective; initial score 0 (ranking is shift-invariant)."""
+
     name = "lambdarank"
 
     def __init__(self, sigma=1.0, truncation=30, norm=True, eval_at=5):
@@ -112,6 +114,7 @@ class LambdaRankLoss(_RankingValidation):
 
 class PointwiseRankLoss(_RankingValidation):
     """1/2 (y - f)^2 on the relevance label (what the thesis' Yahoo experiments trained), validated by NDCG."""
+
     name = "squared"
 
     def __init__(self, eval_at=5):

@@ -74,6 +74,7 @@ class Loss:
 
 class SquaredLoss(Loss):
     """1/2 (y - f)^2: regression."""
+
     name = "squared"
 
     def initial_scores(self, y, w):
@@ -88,6 +89,7 @@ class SquaredLoss(Loss):
 
 class LogisticLoss(Loss):
     """Binary log-loss on y in {0, 1}; scores are log-odds."""
+
     name = "logistic"
 
     def initial_scores(self, t, w):
@@ -105,6 +107,7 @@ class LogisticLoss(Loss):
 class SquaredHingeLoss(Loss):
     """max(0, 1 - y f)^2 on y in {0, 1} -> {-1, +1}: the thesis' Greedy
     Miser classification loss."""
+
     name = "squared_hinge"
 
     def initial_scores(self, t, w):
@@ -121,6 +124,7 @@ class SquaredHingeLoss(Loss):
 class SoftmaxLoss(Loss):
     """Multiclass log-loss on one-hot targets [N, K]: one tree per class per
     round."""
+
     name = "multiclass"
 
     def __init__(self, n_classes):

@@ -138,6 +138,7 @@ class ExitRanking:
         exit first, then score, ties by position (``skinflint.metrics``' ``order=`` form);
     checkpoints : int64, the number of trees at each checkpoint.
     """
+
     scores: np.ndarray
     n_trees: np.ndarray
     cost: np.ndarray
@@ -234,6 +235,7 @@ class GreedyMiserRanker(_GreedyMiserMixin, CostSensitiveRegressor):
     ``fit(X, y, group)`` with graded relevance labels y (non-negative integers); ``predict`` returns scores
     (higher ranks first), ``score(X, y, group)`` NDCG@``eval_at``.
     """
+
     __doc__ += _RANKER_DOC
 
     def __init__(self, *, objective="lambdarank", n_estimators=100, learning_rate=0.1, max_depth=4,
@@ -381,6 +383,7 @@ class EarlyExitRanker(GreedyMiserRanker):
     per-query rule and gives each document's score, cost and exit; ``score`` is the NDCG@``eval_at`` of that
     ranking; ``exit_curve`` sweeps s.
     """
+
     __doc__ += _RANKER_DOC + """
     exit_every : int, default 10
         Trees between checkpoints.

@@ -308,6 +308,7 @@ class CronusClassifier(_CascadeClassifier):
     """Cronus: a cost-sensitive classifier cascade (Chen, Xu, Weinberger,
     Chapelle, Kedem, AISTATS 2012): Eq. 8, initialised by Alg. 2, optimised
     by Alg. 1.  Binary classification only."""
+
     __doc__ += "\n\n" + _CascadeClassifier.__doc__
     _mode = "cronus"
 
@@ -316,5 +317,6 @@ class CSCCClassifier(_CascadeClassifier):
     """CSCC: the cost-sensitive cascade of classifiers (Xu's thesis §3.5,
     Eq. 3.25 with the tree costs of Eqs. 3.22-3.23, block coordinate descent
     of §3.4.3, fine-tuning of §3.4.4).  Binary classification only."""
+
     __doc__ += "\n\n" + _CascadeClassifier.__doc__
     _mode = "cscc"

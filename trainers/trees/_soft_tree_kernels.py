@@ -173,7 +173,7 @@ def greedy_select(Xc, yc, col_ptr, col_items, item_cost, paid, inherited, budget
         # q = normalised residual of column best against Q (Gram-Schmidt twice)
         for i in range(n):
             v[i] = Xc[i, best]
-        for rep in range(2):
+        for _rep in range(2):     # Gram-Schmidt twice ("twice is enough")
             for j in range(k):
                 d = 0.0
                 for i in range(n):

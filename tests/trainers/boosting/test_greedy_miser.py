@@ -128,7 +128,8 @@ def test_early_stopping_on_a_validation_set():
 def test_multiclass_and_regression():
     from sklearn.datasets import load_digits
     d = load_digits()
-    m = GreedyMiserClassifier(n_estimators=30, max_depth=3, verbose=0, random_state=0).fit(d.data[:1200], d.target[:1200])
+    m = GreedyMiserClassifier(n_estimators=30, max_depth=3, verbose=0, random_state=0)
+    m.fit(d.data[:1200], d.target[:1200])
     assert m.score(d.data[1200:], d.target[1200:]) > 0.85
     assert m.model_.task.kind == "multiclass" and m.model_.task.n_outputs == 10
     q = datasets.make_quadrant(2000, seed=0)

@@ -3,14 +3,13 @@ determinism, errors, and the cheap-rejects acceptance check (issue 15)."""
 import numpy as np
 import pytest
 
-from skinflint import ir
 from skinflint.datasets import make_cheap_rejects
 from skinflint.ir.codes import EXIT_LE, EXIT_NONE
 from skinflint.ir.json_io import to_json
 from skinflint.runtimes.reference import predict
-from skinflint.trainers.cascades.cronus import CronusClassifier, CSCCClassifier
 from skinflint.trainers.boosting.early_exit import EarlyExitClassifier
 from skinflint.trainers.boosting.greedy_miser import GreedyMiserClassifier
+from skinflint.trainers.cascades.cronus import CronusClassifier, CSCCClassifier
 from skinflint.verify import verify
 
 CLASSES = (CronusClassifier, CSCCClassifier)

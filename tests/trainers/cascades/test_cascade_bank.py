@@ -4,8 +4,7 @@ import numpy as np
 from skinflint.datasets import make_cheap_rejects
 from skinflint.ir.feature_costs import FeatureCosts
 from skinflint.trainers.boosting.booster import tree_outputs
-from skinflint.trainers.boosting.tree_bank import bank_features
-from skinflint.trainers.boosting.tree_bank import auto_tiers, subset_bank, tier_sizes, tiered_bank
+from skinflint.trainers.boosting.tree_bank import auto_tiers, bank_features, subset_bank, tier_sizes, tiered_bank
 
 
 def test_auto_tiers_and_sizes():

@@ -4,9 +4,19 @@ majorisation, the monotone objective, and the K = 1 convex baseline."""
 import numpy as np
 import pytest
 
-from skinflint.trainers.cascades.soft_cascade import (MODES, Cascade, Problem, Settings, StageProblem,
-                                             _apply, init_cascade, lambda_max, objective, optimize,
-                                             scores)
+from skinflint.trainers.cascades.soft_cascade import (
+    MODES,
+    Cascade,
+    Problem,
+    Settings,
+    StageProblem,
+    _apply,
+    init_cascade,
+    lambda_max,
+    objective,
+    optimize,
+    scores,
+)
 
 
 def _problem(n=200, T=20, m=5, seed=0):

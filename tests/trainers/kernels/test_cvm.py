@@ -13,8 +13,8 @@ from skinflint.trainers.kernels.cvm import CVMClassifier, LARSSVMClassifier, n_v
 from skinflint.trainers.kernels.gradient_svs import cvm_loss_grad, prefix_order
 from skinflint.trainers.kernels.kernel_math import kernel_matrix
 from skinflint.trainers.kernels.kernel_svm import KernelSVMClassifier
-from skinflint.trainers.kernels.reduced_svm import ReducedSVMClassifier
 from skinflint.trainers.kernels.lars import lars_path_lazy
+from skinflint.trainers.kernels.reduced_svm import ReducedSVMClassifier
 
 
 @pytest.fixture(scope="module")

@@ -109,7 +109,7 @@ def test_candidate_gain_is_the_exact_one_dimensional_decrease():
         m = np.maximum(0.0, 1.0 - y * (out + t * Kc[:, j]))
         return (t * KcJb[j] + 0.5 * t * t * Kcc[j]) / C + 0.5 * np.sum(m * m)
     for j in range(c):
-        best = minimize_scalar(lambda t: obj(t, j), bracket=(-5, 5), tol=1e-12)
+        best = minimize_scalar(lambda t, j=j: obj(t, j), bracket=(-5, 5), tol=1e-12)
         # both minimise the same convex 1-D function; 1e-9 absolute is far
         # below the gains' scale (~1) and above Brent's final precision
         assert abs(gains[j] - (obj(0.0, j) - best.fun)) <= 1e-9
@@ -177,8 +177,8 @@ def test_standardised_model_reads_raw_features_exactly():
 def test_incremental_newton_reaches_the_l2svm_optimum():
     # the Reduced-SVM solver (M updated as rows and columns come and go)
     # against the AFR L2-SVM solver (M re-formed each step) on the same basis
-    from skinflint.trainers.linear.linear_svm import l2svm_newton
     from skinflint.trainers.kernels.reduced_svm import _PrimalNewton
+    from skinflint.trainers.linear.linear_svm import l2svm_newton
     rng = np.random.default_rng(0)
     X = rng.normal(size=(300, 2))
     y = np.where(X[:, 0] * X[:, 1] + 0.3 * rng.normal(size=300) > 0, 1.0, -1.0)

@@ -89,9 +89,9 @@ def test_afr_gradients_match_finite_differences_of_a_resolved_svm():
 
 def test_linear_svm_classifier_breast_cancer():
     sk = pytest.importorskip("sklearn.datasets")
-    from sklearn.svm import LinearSVC
-    from sklearn.preprocessing import StandardScaler
     from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+    from sklearn.svm import LinearSVC
     X, y = sk.load_breast_cancer(return_X_y=True)
     rng = np.random.default_rng(0)
     perm = rng.permutation(len(y))

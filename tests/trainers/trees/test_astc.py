@@ -44,7 +44,7 @@ def test_greedy_gain_equals_r2_increase_of_a_refit(seed):
                                         np.zeros(P, bool), np.zeros(P, bool), 5.0, False, P, 1e-10)
     assert len(order) == 5 and spent == 5.0
     prev = 0.0
-    for j, a in enumerate(order):
+    for j in range(len(order)):
         r2 = _weighted_r2(X, y, w, list(order[:j + 1]))
         # eq. (11) vs an independent lstsq refit: both double precision on
         # well-conditioned 200 x 8 data; 1e-9 absolute on an R^2 in [0, 1]
