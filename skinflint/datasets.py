@@ -25,11 +25,11 @@ class Dataset:
     y: np.ndarray
     feature_names: list
     feature_costs: np.ndarray
-    feature_groups: np.ndarray = None          # int [F], -1 = no group
+    feature_groups: np.ndarray = None  # type: ignore[assignment]  # int [F], -1 = no group (None: __post_init__ fills it)
     group_names: list = field(default_factory=list)
     group_costs: np.ndarray = field(default_factory=lambda: np.zeros(0))
     description: str = ""
-    qid: np.ndarray = None                     # per-row query ids (ranking data), or None
+    qid: np.ndarray | None = None              # per-row query ids (ranking data), or None
 
     def __post_init__(self):
         F = self.X.shape[1]
@@ -320,11 +320,11 @@ def load_svmlight(path, *, n_features=None, costs=None, query=None) -> Dataset:
                 labels.append(float(parts[0]))
                 entries = []
                 for p in parts[1:]:
-                    k, v = p.split(":", 1)
-                    if k == "qid":
+                    key, v = p.split(":", 1)
+                    if key == "qid":
                         qids.append(int(v))
                         continue
-                    k = int(k)
+                    k = int(key)
                     if k < 1:
                         raise ValueError(f"feature index {k} < 1")
                     entries.append((k - 1, float(v)))
@@ -339,8 +339,8 @@ def load_svmlight(path, *, n_features=None, costs=None, query=None) -> Dataset:
         raise ValueError(f"{path}: feature index {max_idx} exceeds n_features {F}")
     X = np.zeros((len(rows), F), np.float32)
     for i, entries in enumerate(rows):
-        for k, v in entries:
-            X[i, k] = v
+        for k, value in entries:
+            X[i, k] = value
     y = np.array(labels)
     y = y.astype(np.int64) if np.all(y == np.round(y)) else y
     qid = np.array(qids, np.int64) if qids else None

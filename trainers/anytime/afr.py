@@ -348,7 +348,8 @@ class _Fit:
         self.Phi = np.zeros((self.N, max_dims))
         self.nd = 0
         self.C = float(est.C0)
-        self.trees, self.checkpoints = [], []
+        self.trees: list = []
+        self.checkpoints: list = []
         self.ones = np.ones(self.N)
 
     # -------------------------------------------------------- pieces

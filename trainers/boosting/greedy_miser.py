@@ -23,6 +23,9 @@ negative gradient -G/N as in the seeds (``"mean"``); both are multiplied by
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 
 from ... import ir
@@ -87,6 +90,12 @@ class _GreedyMiserMixin:
     verbose : int, default 1
         A progress bar for 50 rounds or more.
     """
+
+    # provided by the estimator class this mixes into (the classifier or the regressor)
+    _n_outputs: Callable[[], int]
+    _task: Callable[[], Any]
+    _ir_model: Callable[..., ir.Model]
+    _costs: Any
 
     def __init__(self, *, loss=None, n_estimators=100, learning_rate=0.1, max_depth=4,
                  min_samples_leaf=20, l2_regularization=0.0, leaf_values="newton", subsample=1.0,
@@ -230,7 +239,7 @@ class _GreedyMiserMixin:
 class GreedyMiserRegressor(_GreedyMiserMixin, CostSensitiveRegressor):
     """Greedy Miser for regression (squared loss): thesis §2.1, Eq. (2.5)."""
 
-    __doc__ += "\n\n" + _GreedyMiserMixin.__doc__.split("\n\n", 1)[1]
+    __doc__ += "\n\n" + (_GreedyMiserMixin.__doc__ or "\n\n").split("\n\n", 1)[1]
 
     def _encode_target(self, y, reset):
         y = np.asarray(y, np.float64)
@@ -261,7 +270,7 @@ class GreedyMiserClassifier(_GreedyMiserMixin, CostSensitiveClassifier):
     log-loss (or the squared hinge with ``loss="squared_hinge"``),
     multiclass log-loss with one tree per class per round."""
 
-    __doc__ += "\n\n" + _GreedyMiserMixin.__doc__.split("\n\n", 1)[1]
+    __doc__ += "\n\n" + (_GreedyMiserMixin.__doc__ or "\n\n").split("\n\n", 1)[1]
 
     def _encode_target(self, y, reset):
         idx = self._encode_labels(y, reset=reset)

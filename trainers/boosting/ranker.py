@@ -171,7 +171,7 @@ def proximity_exit(model: ir.Model, X, group, threshold, *, exit_every=10, top_k
     N, T = X.shape[0], bank.n_trees
     qg = group if isinstance(group, QueryGroups) else query_groups(group, N)
     Xq = qg.take(X)
-    ends = checkpoints(T, exit_every)
+    ends = checkpoints(int(T), int(exit_every))
     gaps = threshold * (T - ends) / max(T - 1, 1)
     exit_trees = np.empty(N, np.int64)
     final = np.empty(N, np.float32)
@@ -192,7 +192,8 @@ def proximity_exit(model: ir.Model, X, group, threshold, *, exit_every=10, top_k
     # lexsort: the last key sorts first: query, then later exit first, then score, then position
     ranked = np.lexsort((np.arange(N), -scores.astype(np.float64), -exit_trees, qrow))
     order = ranked if qg.order is None else qg.order[ranked]
-    return ExitRanking(*(_in_row_order(a, qg.order) for a in (scores, exit_trees, cost, stage)), order, ends)
+    scores, exit_trees, cost, stage = (_in_row_order(a, qg.order) for a in (scores, exit_trees, cost, stage))
+    return ExitRanking(scores, exit_trees, cost, stage, order, ends)
 
 
 def _offsets(sizes):

@@ -45,7 +45,7 @@ def auto_tiers(costs) -> list:
     if levels.size < 2:
         return []
     cum = np.array([c[c <= v].sum() for v in levels]) / c.sum()
-    caps = []
+    caps: list = []
     for frac in (0.10, 0.40):
         ok = levels[(cum <= frac) & (levels < levels[-1])]
         cap = ok[-1] if ok.size else levels[0]
@@ -134,8 +134,8 @@ def subset_bank(bank: ir.TreesNode, keep) -> ir.TreesNode:
                           left=np.where(lt >= 0, lt - lo, -1), right=np.where(rt >= 0, rt - lo, -1),
                           missing_left=bank.missing_left[lo:hi], value=bank.value[lo:hi]))
     if not trees:
-        trees = [dict(feature=[-1], threshold=[0.0], left=[-1], right=[-1],
-                      value=np.zeros((1, bank.n_outputs), np.float32))]
+        trees = [dict(feature=np.array([-1]), threshold=np.array([0.0]), left=np.array([-1]),
+                      right=np.array([-1]), value=np.zeros((1, bank.n_outputs), np.float32))]
         cost = np.zeros(1)
     else:
         cost = bank.tree_cost[keep]

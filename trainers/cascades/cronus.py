@@ -88,7 +88,7 @@ class _CascadeClassifier(CostSensitiveClassifier):
     """
 
     _binary_only = True
-    _mode = None
+    _mode: str | None = None
 
     def __init__(self, *, cost_tradeoff=1e-3, n_stages=10, exit_fraction=0.15, lambda_inflation=1.3,
                  steepness=50.0, rho=1e-5, class_weight=None, bank="tiers", tiers=None,
@@ -256,7 +256,7 @@ class _CascadeClassifier(CostSensitiveClassifier):
         float32 margins of the training rows that reach the stage."""
         K = c.B.shape[0]
         reach = np.arange(H32.shape[0], dtype=np.int64)
-        stages = []
+        stages: list = []
         for k in range(K):
             sc = Scorer.from_float64(c.B[k], c.b[k])
             if k == K - 1 or reach.size == 0:
@@ -288,7 +288,7 @@ class _CascadeClassifier(CostSensitiveClassifier):
             raise NotFittedError(f"this {type(self).__name__} is not fitted yet; call fit first")
         sub = subset_bank(self.bank_, self._used_trees)
         pos = np.searchsorted(self._used_trees, np.arange(self.bank_.n_trees))
-        nodes = [sub]
+        nodes: list = [sub]
         ctl = []
         for i, (sc, th) in enumerate(self._stages):
             nodes.append(ir.linear([ir.tree_input(0, int(pos[t])) for t in sc.cols],
@@ -309,7 +309,7 @@ class CronusClassifier(_CascadeClassifier):
     Chapelle, Kedem, AISTATS 2012): Eq. 8, initialised by Alg. 2, optimised
     by Alg. 1.  Binary classification only."""
 
-    __doc__ += "\n\n" + _CascadeClassifier.__doc__
+    __doc__ += "\n\n" + (_CascadeClassifier.__doc__ or "")
     _mode = "cronus"
 
 
@@ -318,5 +318,5 @@ class CSCCClassifier(_CascadeClassifier):
     Eq. 3.25 with the tree costs of Eqs. 3.22-3.23, block coordinate descent
     of §3.4.3, fine-tuning of §3.4.4).  Binary classification only."""
 
-    __doc__ += "\n\n" + _CascadeClassifier.__doc__
+    __doc__ += "\n\n" + (_CascadeClassifier.__doc__ or "")
     _mode = "cscc"

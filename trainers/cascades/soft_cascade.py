@@ -120,7 +120,7 @@ class Settings:
     mode: str = "cronus"
     n_stages: int = 10
     lam: float = 0.0
-    rho: np.ndarray = None
+    rho: np.ndarray = None  # type: ignore[assignment]  # per-stage rho, filled in by __post_init__
     gamma: float = 50.0
     eps: float = 0.15
     delta: float = 1.3
@@ -427,7 +427,7 @@ def init_cascade(prob: Problem, cfg: Settings) -> Cascade:
     return Cascade(B, b, theta)
 
 
-def optimize(prob: Problem, cfg: Settings, c: Cascade = None, verbose=False) -> Cascade:
+def optimize(prob: Problem, cfg: Settings, c: Cascade | None = None, verbose=False) -> Cascade:
     """Alg. 1 (Chen §3.3.1): init (Alg. 2) unless given, then cycles over the
     stages until Eq. 8 / 3.25 falls by less than ``tol`` (relative) or
     ``max_cycles``.  ``history`` holds the objective after the init and after

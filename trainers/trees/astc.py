@@ -270,11 +270,11 @@ class _ASTCMixin(_TreeIR):
 class ASTCRegressor(_ASTCMixin, _SquaredRegression, CostSensitiveRegressor):
     """ASTC for regression, squared loss (Kusner et al. 2014)."""
 
-    __doc__ += "\n\n" + _ASTCMixin.__doc__
+    __doc__ += "\n\n" + (_ASTCMixin.__doc__ or "")
 
 
 class ASTCClassifier(_ASTCMixin, _SquaredBinary, CostSensitiveClassifier):
     """Binary ASTC: squared loss on targets -1 / +1 (the paper's Yahoo
     binary set); label classes_[1] iff the IR margin > 0."""
 
-    __doc__ += "\n\n" + _ASTCMixin.__doc__
+    __doc__ += "\n\n" + (_ASTCMixin.__doc__ or "")

@@ -10,6 +10,9 @@ every reported number comes from it (docs/trees.md).
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 
 from ... import ir
@@ -50,6 +53,13 @@ class _Basis:
 
 class _TreeIR:
     """IR export shared by CSTC and ASTC (``tree_``, ``_basis``, ``_costs`` fitted)."""
+
+    # set by fit, or provided by the estimator classes this mixes into
+    tree_: HardTree
+    _basis: _Basis
+    _costs: Any
+    _ir_model: Callable[..., ir.Model]
+    _task: Callable[[], Any]
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -316,7 +326,7 @@ class _CSTCMixin(_TreeIR):
 class CSTCRegressor(_CSTCMixin, _SquaredRegression, CostSensitiveRegressor):
     """CSTC for regression, squared loss (thesis §3.4)."""
 
-    __doc__ += "\n\n" + _CSTCMixin.__doc__
+    __doc__ += "\n\n" + (_CSTCMixin.__doc__ or "")
 
 
 class CSTCClassifier(_CSTCMixin, _SquaredBinary, CostSensitiveClassifier):
@@ -324,4 +334,4 @@ class CSTCClassifier(_CSTCMixin, _SquaredBinary, CostSensitiveClassifier):
     Kusner et al.); the IR margin is the score, the label is classes_[1] iff
     margin > 0 (identity output transform)."""
 
-    __doc__ += "\n\n" + _CSTCMixin.__doc__
+    __doc__ += "\n\n" + (_CSTCMixin.__doc__ or "")

@@ -80,8 +80,8 @@ class SoftTree:
         self.bias = np.zeros(K)
         self.theta = np.zeros(K)
         self.active = np.ones((K, self.P), bool)
-        self.ct = {}                        # terminal -> item weights (default: item cost)
-        self.history = []                   # (round, J)
+        self.ct: dict = {}                  # terminal -> item weights (default: item cost)
+        self.history: list = []             # (round, J)
         self.round = 0
 
     # ------------------------------------------------------------ structure

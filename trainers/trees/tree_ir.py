@@ -205,7 +205,7 @@ def route_rows(tree: HardTree, Z32, rows, theta_raw=None):
     float32 threshold from ``theta_raw[k]`` (if given) on the margins of the
     rows that reach it.  Returns the per-node row sets."""
     K = len(tree.scorer)
-    reach = [None] * K
+    reach: list = [None] * K
     reach[0] = rows
     for k in range(K):
         if reach[k] is None or tree.is_leaf(k):
@@ -246,7 +246,7 @@ def to_ir_nodes(tree: HardTree, inputs, *, first_index=0, name="tree of classifi
             index[key] = first_index + len(lin) - 1
         return index[key]
 
-    ctl = []
+    ctl: list = []
 
     def emit(k):
         """IR control index of classifier node k (pre-order)."""
