@@ -161,7 +161,7 @@ def _parse(lines, model, n_rows):
     return out["D"], out["L"]
 
 
-_last_run = {}   # one program run serves a dense and a lazy CRuntime of one target
+_last_run: dict = {}   # one program run serves a dense and a lazy CRuntime of one target
 
 
 def run_on_target(model, X, budgets=None, target="aarch64", timeout=120, sources=None):

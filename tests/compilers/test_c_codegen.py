@@ -3,11 +3,11 @@ import subprocess
 
 import numpy as np
 import pytest
+
+from skinflint import ir
 from skinflint.compilers.c import C_FLAGS, STRICT_WARNINGS, compile_c, feature_macros, render
 from skinflint.ir.random_model import random_model
 from skinflint.runtimes.reference import predict
-
-from skinflint import ir
 from tests.conftest import example_paths, load_example
 
 COMPILERS = [cc for cc in ("gcc", "clang") if shutil.which(cc)]
