@@ -253,19 +253,24 @@ def read_csv_matrix(path):
     """(matrix float64, header names or None) from a numeric CSV; a
     non-numeric first row is a header.  Empty cells and 'nan' are NaN."""
     with open(path, newline="") as fh:
-        rows = [r for r in csv.reader(fh) if r and any(c.strip() for c in r)]
-    if not rows:
+        reader = csv.reader(fh)
+        numbered = [(reader.line_num, r) for r in reader if r and any(c.strip() for c in r)]
+    if not numbered:
         raise ValueError(f"{path}: no data rows")
+    rows = [r for _, r in numbered]
     header = not all(_is_number(c) for c in rows[0])
     data = rows[1:] if header else rows
+    lines = [ln for ln, _ in numbered][1 if header else 0:]
     width = len(rows[0])
-    for i, r in enumerate(data):
+    for ln, r in zip(lines, data):
         if len(r) != width:
-            raise ValueError(f"{path}: line {i + 1 + header} has {len(r)} columns, expected {width}")
+            raise ValueError(f"{path}: line {ln} has {len(r)} columns, expected {width}")
     try:
         M = np.array([[float(c) if c.strip() else np.nan for c in r] for r in data], np.float64)
-    except ValueError as e:
-        raise ValueError(f"{path}: a non-numeric cell ({e})") from None
+    except ValueError:
+        ln, j, cell = next((ln, j, c) for ln, r in zip(lines, data) for j, c in enumerate(r)
+                           if c.strip() and not _is_number(c))
+        raise ValueError(f"{path}: line {ln}, column {j + 1}: {cell.strip()!r} is not a number") from None
     return M.reshape(len(data), width), ([c.strip() for c in rows[0]] if header else None)
 
 

@@ -174,3 +174,11 @@ def test_train_a_ranker_from_an_svmlight_ltr_file_with_a_cost_file(tmp_path, cap
     assert main(["train", "--data", str(tmp_path / "plain.svm"), "--objective", "lambdarank", "-o",
                  str(tmp_path / "x.json")]) == 1
     assert "ranking needs query groups" in capsys.readouterr().err
+
+
+def test_a_non_numeric_cell_is_named_with_its_line_and_column(tmp_path, capsys):
+    data = tmp_path / "d.csv"
+    data.write_text("a,b,label\n1,2,0\n\n3,oops,1\n")       # the blank line still counts as a line
+    assert main(["train", "--data", str(data), "-o", str(tmp_path / "m.json")]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err == f"skinflint: error: {data}: line 4, column 2: 'oops' is not a number"
