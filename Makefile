@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 
-.PHONY: demo test install clean examples docs typecheck compare compare-quick
+.PHONY: demo test install clean examples docs typecheck lint compare compare-quick
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -30,8 +30,15 @@ test: install
 docs: install
 	$(BIN)/python -m sphinx -W --keep-going -q -b html docs/api docs/api/_build/html
 
+# mypy on the whole package (through build/static) and on what a user's editor sees
 typecheck: install
+	$(BIN)/python -m skinflint._static_tree build/static >/dev/null
+	$(BIN)/python -m mypy -p skinflint
 	$(BIN)/python -m mypy examples/typecheck_imports.py
+
+# ruff: lint, import order, numpy docstrings (rules in pyproject.toml; .pre-commit-config.yaml runs the same)
+lint: install
+	$(BIN)/ruff check .
 
 # every trainer on Spambase, MAGIC and letter (docs/results.md); --quick in CI
 compare: install

@@ -34,7 +34,6 @@ import subprocess
 import tempfile
 
 import numpy as np
-
 from common import timed  # benchmarks/common.py, beside this script
 
 HARNESS = r"""
@@ -70,7 +69,12 @@ int main(int argc, char **argv) {
     }
     printf("batch %.3f\n", (now() - t0) / (n * reps) * 1e9);
     t0 = now();
-    for (r = 0; r < reps; ++r) for (i = 0; i < n; ++i) { s.row = X + i * F; sfm_predict_lazy(fetch, &s, 1e300, &ws, &res); chk += res.scores[0]; }
+    for (r = 0; r < reps; ++r)
+        for (i = 0; i < n; ++i) {
+            s.row = X + i * F;
+            sfm_predict_lazy(fetch, &s, 1e300, &ws, &res);
+            chk += res.scores[0];
+        }
     printf("lazy %.3f\n", (now() - t0) / (n * reps) * 1e9);
     t0 = now();
     for (r = 0; r < reps; ++r) for (i = 0; i < n; ++i) {
@@ -132,7 +136,7 @@ def bench_onnx(clf, model, X):
             sess = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
             feeds = (lambda x: {"X": x}) if budget is None else \
                 (lambda x, b=budget: {"X": x, "budget": b[:len(x)]})
-            keep(name, _throughput_and_latency(lambda x: sess.run(None, feeds(x)), X))
+            keep(name, _throughput_and_latency(lambda x, sess=sess, feeds=feeds: sess.run(None, feeds(x)), X))
             del sess
         keep("LightGBM predict", _throughput_and_latency(lambda x: clf.booster_.predict(x, raw_score=True), X))
     base = rows["onnxmltools + onnxruntime"][0]
@@ -149,7 +153,11 @@ SMALL_HARNESS = r"""
 #include <time.h>
 #include "sfm.h"
 /* CPU time of this process: a busy shared machine slows it far less than wall time */
-static double now(void) { struct timespec t; clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t); return t.tv_sec + 1e-9 * t.tv_nsec; }
+static double now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    return t.tv_sec + 1e-9 * t.tv_nsec;
+}
 typedef struct { const float *row; } src;
 static float fetch(void *ctx, int32_t j) { return ((src *)ctx)->row[j]; }
 int main(int argc, char **argv) {
@@ -169,7 +177,12 @@ int main(int argc, char **argv) {
     }
     printf("batch %.3f\n", (now() - t0) / (n * reps) * 1e9);
     t0 = now();
-    for (r = 0; r < reps; ++r) for (i = 0; i < n; ++i) { s.row = X + i * F; sfm_predict_lazy(fetch, &s, 1e300, &ws, &res); chk += res.scores[0]; }
+    for (r = 0; r < reps; ++r)
+        for (i = 0; i < n; ++i) {
+            s.row = X + i * F;
+            sfm_predict_lazy(fetch, &s, 1e300, &ws, &res);
+            chk += res.scores[0];
+        }
     printf("lazy %.3f\n", (now() - t0) / (n * reps) * 1e9);
     fprintf(stderr, "checksum %g\n", chk);
     return 0;
@@ -215,12 +228,12 @@ def save_artifacts(out_dir):
 def compare_artifacts(old_dir, n_rows, rounds=6):
     """Old (saved) and new artifacts, rounds interleaved, best round each."""
     import os
+    import time
 
     import onnxruntime as ort
 
     from skinflint.compilers.c import C_FLAGS, render
     from skinflint.compilers.onnx import compile_onnx
-    import time
     rng = np.random.default_rng(1)
     # CPU time on one thread: old and new graphs do the same work whatever
     # else the shared machine runs (wall time varied 0.7x-1.3x between two
@@ -257,7 +270,7 @@ def compare_artifacts(old_dir, n_rows, rounds=6):
                 for tag in (("old", "new") if r % 2 == 0 else ("new", "old")):   # neither always first
                     sess = ort.InferenceSession(protos[tag], one_thread, providers=["CPUExecutionProvider"])
                     sess.run(None, {"X": X[:16], "budget": feed["budget"][:16]})
-                    t = min(cpu_timed(lambda: sess.run(None, feed)) for _ in range(3))
+                    t = min(cpu_timed(lambda sess=sess, feed=feed: sess.run(None, feed)) for _ in range(3))
                     del sess
                     best[("onnx", tag)] = min(best.get(("onnx", tag), np.inf), t / n_rows * 1e9)
                     out = subprocess.run([exes[tag], f"{work}/X.bin", str(n_rows), "3" if T == 100 else "1"],
@@ -286,6 +299,7 @@ def main():
     if args.against:
         return compare_artifacts(args.against, args.rows)
     import lightgbm as lgb
+
     from skinflint.importers import from_lightgbm
     rng = np.random.default_rng(0)
     F = args.features
@@ -336,6 +350,7 @@ def bench_c(booster, model, X, T, n_rows):
     numba reference, and flash per split node on a Cortex-M4."""
     import tl2cgen
     import treelite
+
     from skinflint.compilers.c import C_FLAGS, compile_c
     from skinflint.runtimes.c import CRuntime
     from skinflint.runtimes.reference import ReferenceRuntime

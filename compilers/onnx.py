@@ -100,9 +100,10 @@ def compile_onnx(model, *, target=DEFAULT_TARGET, opset=None, mode="exact", budg
         if budget:
             inputs.append(helper.make_tensor_value_info("budget", F64, ["N"]))
     graph = helper.make_graph(g.nodes, "skinflint", inputs, outputs, g.inits)
-    opsets = [helper.make_opsetid("", opset)]
-    if ML_OPSET[tree_op] is not None:
-        opsets.append(helper.make_opsetid("ai.onnx.ml", ML_OPSET[tree_op]))
+    opsets = [helper.make_opsetid("", int(opset))]
+    ml_opset = ML_OPSET[tree_op]
+    if ml_opset is not None:
+        opsets.append(helper.make_opsetid("ai.onnx.ml", ml_opset))
     proto = helper.make_model(graph, opset_imports=opsets, producer_name="skinflint",
                               producer_version=package_version())
     proto.ir_version = 9   # onnxruntime 1.16 reads IR versions up to 9

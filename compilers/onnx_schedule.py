@@ -36,6 +36,7 @@ class TreePaths:
     """Per global tree node: its depth, its tree and its parent (-1 at
     roots).  ``tree_depth[t]`` is tree t's deepest path, so tree t reserves
     1 + tree_depth[t] slots."""
+
     depth: np.ndarray        # [M]
     tree_of: np.ndarray      # [M] global tree of each node
     parent: np.ndarray       # [M]
@@ -103,6 +104,7 @@ class Schedule:
 @dataclass(frozen=True)
 class UnitLayout:
     """Cost units as columns: features, trees, then support vectors."""
+
     n_features: int
     n_trees: int
     n_sv: int
@@ -120,7 +122,8 @@ class _Unroller:
     def __init__(self, tab: Tables, layout: UnitLayout, tree_depth):
         self.t, self.L, self.tree_depth = tab, layout, tree_depth
         self.slot = 0
-        self.occ, self.ev = [], []
+        self.occ: list = []
+        self.ev: list = []
 
     def tree(self, r, t, seen):
         if ("t", t) in seen:
@@ -200,7 +203,7 @@ def schedule(tab: Tables, layout: UnitLayout, tree_depth) -> Schedule:
     u = _Unroller(tab, layout, tree_depth)
     top, kind = tab.top, tab.top_kind
     if kind <= KIND_KERNEL:
-        ends = []
+        ends: list = []
         u.node(0, top, set(), ends)
         C = len(ends)
         cp_region, cp_end, cp_order = np.zeros(C, np.int64), np.array(ends, np.int64), np.arange(C)

@@ -41,6 +41,7 @@ MAX_EXACT = 1 << 24     # votes travel as float32: integers below 2^24 are exact
 class Forest:
     """Nodes in (tree, depth) order, so each tree's root comes first.
     left/right are forest node ids, -1 at leaves; target/weight at leaves."""
+
     tree: np.ndarray        # [n] forest tree of each node
     feature: np.ndarray     # [n] -1 at leaves
     threshold: np.ndarray   # [n] float32
@@ -108,12 +109,12 @@ def tree_walk(g: Graph, X, forest: Forest):
     feature = g.const(np.maximum(forest.feature, 0).astype(np.int32))
     threshold = g.const(forest.threshold.astype(np.float32))
     nan_left = g.const(forest.missing_left.astype(bool))
-    left, right = g.const(left.astype(np.int32)), g.const(right.astype(np.int32))
+    left_of, right_of = g.const(left.astype(np.int32)), g.const(right.astype(np.int32))
     for _ in range(int(depth.max())):
         x = g.op("GatherElements", X, g.op("Gather", feature, node), axis=1)
         go_left = g.op("Or", g.op("LessOrEqual", x, g.op("Gather", threshold, node)),
                        g.op("And", g.op("IsNaN", x), g.op("Gather", nan_left, node)))
-        node = g.where(go_left, g.op("Gather", left, node), g.op("Gather", right, node))
+        node = g.where(go_left, g.op("Gather", left_of, node), g.op("Gather", right_of, node))
     return node
 
 

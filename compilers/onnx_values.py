@@ -103,6 +103,7 @@ def has_kernels(tab):
 @dataclass
 class LeafLayout:
     """Tree leaves numbered tree by tree, and their values as one table."""
+
     leaves: np.ndarray      # [L] global leaf nodes, tree by tree
     start: np.ndarray       # [L] where each leaf's values start in ``vals``
     local: np.ndarray       # [M] per node: its leaf number within its tree
@@ -110,7 +111,7 @@ class LeafLayout:
     base: np.ndarray        # [T] where tree t's values start
     width: np.ndarray       # [T] the output width of tree t's bank
     vals: np.ndarray        # float32, leaf after leaf: base[t] + number * width[t]
-    vals64: np.ndarray      # float64, the same layout (None when no bank is float64)
+    vals64: np.ndarray | None   # float64, the same layout (None when no bank is float64)
 
 
 class Values(Part):
@@ -119,7 +120,9 @@ class Values(Part):
 
     def __init__(self, setup: Setup):
         super().__init__(setup)
-        self._values, self._leaf, self._layout = {}, None, None
+        self._values: dict = {}
+        self._leaf = None
+        self._layout: LeafLayout | None = None
 
     # -- trees ------------------------------------------------------------
     def leaf_layout(self) -> LeafLayout:
@@ -355,7 +358,7 @@ class Values(Part):
         return self.kernel_of_sum(q, acc)
 
     def kernel_of_sum(self, q, acc):
-        """k from the [N, S] feature sum: rbf expf(-gamma acc), linear acc,
+        """K from the [N, S] feature sum: rbf expf(-gamma acc), linear acc,
         poly (gamma acc + coef0)^degree by repeated multiplication."""
         g, t = self.g, self.t
         kt = t.k_type[q]

@@ -85,7 +85,7 @@ class OnnxRuntime:
             raise ValueError("this ONNX graph was compiled without a budget input "
                              "(compile_onnx(..., budget=True))")
         b = as_budget(budget, N)
-        parts = {name: [] for name in self.outputs}
+        parts: dict[str, list] = {name: [] for name in self.outputs}
         step = self.chunk_rows
         for r0 in range(0, max(N, 1), step):
             feed = {"X": X[r0:r0 + step]}
@@ -109,5 +109,7 @@ def prediction_from_outputs(task: dict, out: dict) -> Prediction:
     else:
         # the reference's label dtype (int64, or a str dtype for named classes)
         output = np.asarray(out["label"]).astype(np.asarray(task["classes"]).dtype)
+    # an exact graph always has cost, stage and features_used; a fast graph's Prediction has them None
     return Prediction(output=output, scores=out["scores"], proba=out.get("probabilities"),
-                      cost=out.get("cost"), stage=out.get("stage"), features_used=out.get("features_used"))
+                      cost=out.get("cost"), stage=out.get("stage"),  # type: ignore[arg-type]
+                      features_used=out.get("features_used"))  # type: ignore[arg-type]

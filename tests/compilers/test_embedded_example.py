@@ -33,7 +33,7 @@ def test_bare_metal_example_matches_reference(board, tmp_path):
     assert len(got) == 3
     X = np.array([[0, 0, 5], [1, 1, 0], [0, 9, 1]], np.float32)
     ref = predict(load_example("groups"), X, budget=[1e9, 1e9, 21.5])
-    for i, (row, label, margin, cost, stage, fetches) in enumerate(got):
+    for i, (_row, label, margin, cost, stage, fetches) in enumerate(got):
         assert label == ref.output[i]
         assert int(margin) == int(ref.scores[i, 0] * 1000)
         assert int(cost) == int(ref.cost[i] * 1000)

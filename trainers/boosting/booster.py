@@ -30,6 +30,7 @@ from .split_penalty import CostState
 @dataclass
 class BinnedData:
     """Training rows as bin indices, and the thresholds the bins stand for."""
+
     binned: np.ndarray       # uint8 [F, N]
     n_bins: np.ndarray       # int64 [F]
     flat: np.ndarray         # float32 thresholds of all features, packed
@@ -63,12 +64,13 @@ class BoostResult:
     and ``best_rounds`` is the number of rounds with the lowest validation
     loss (``len(rounds)`` without an eval set).
     """
+
     rounds: list
     raw: np.ndarray
     importances: np.ndarray
     validation_loss: list = field(default_factory=list)
     best_rounds: int = 0
-    paid: np.ndarray = None
+    paid: np.ndarray | None = None
 
 
 def finish_tree(tree, leaf, data: BinnedData):
@@ -159,15 +161,15 @@ def boost(data: BinnedData, loss: Loss, target, n_rounds, *, weight=None, costs=
     bar = tqdm(range(n_rounds), disable=progress is None or n_rounds < 50, desc=progress,
                unit="round", leave=False)
     all_rows = np.arange(N, dtype=np.int32)
-    workspace = {}   # the grower's histogram buffers, reused by every tree of this run
+    workspace: dict = {}   # the grower's histogram buffers, reused by every tree of this run
     for it in bar:
         rows = all_rows
         if subsample < 1:
             rows = np.sort(rng.choice(N, max(1, int(subsample * N)), replace=False)).astype(np.int32)
         penalty = state.penalty()
-        used_in_tree = []
+        used_in_tree: list[int] = []
 
-        def on_split(f):
+        def on_split(f, used_in_tree=used_in_tree):   # this round's list, bound now
             used_in_tree.append(f)
             if refund == "immediate":
                 state.pay(f)

@@ -25,7 +25,7 @@ class Tree:
     missing_left: list = field(default_factory=lambda: [True])
     sums: list = field(default_factory=list)          # (G, H, N) per node
     split_gain: list = field(default_factory=list)    # (feature, gain) per split
-    order: np.ndarray = None                          # the rows, grouped by leaf
+    order: np.ndarray = None  # type: ignore[assignment]  # the rows, grouped by leaf (set by grow)
     leaves: list = field(default_factory=list)        # (node, start, stop) into order
 
     def add_children(self, parent, f, b, miss_left):
@@ -79,8 +79,8 @@ def grow(binned, n_bins, rows, g, h, *, max_depth, min_samples_leaf, l2, penalty
     build_level(binned, order, first, np.array([order.shape[0]], np.int64), first, g, h, active, hot, *hist)
     for depth in range(max_depth):
         sums = np.array([tree.sums[nid] for nid, _, _ in frontier], np.float64)
-        brackets, bins, mleft, left_sums = level_splits(*hist, n_bins, sums, l2, min_samples_leaf, active)
-        nxt = []
+        brackets, bins, mleft, left_sums = level_splits(*hist, n_bins, sums, l2, min_samples_leaf, active)  # type: ignore[call-arg]  # numba's stubs cannot count *-args
+        nxt: list = []
         small = []   # (start, stop, index in nxt or None) of each child to build
         pairs = []   # (parent j, index of its small child in ``small``, big child's index in nxt)
         for j, (nid, start, stop) in enumerate(frontier):
@@ -101,7 +101,7 @@ def grow(binned, n_bins, rows, g, h, *, max_depth, min_samples_leaf, l2, penalty
                 if new is not None:
                     penalty = new
             children = [(lid, start, mid), (rid, mid, stop)]
-            at = [None, None]
+            at: list[int | None] = [None, None]
             for c, (cid, c_start, c_stop) in enumerate(children):
                 if splittable(depth + 1, c_stop - c_start):
                     at[c] = len(nxt)
@@ -126,6 +126,6 @@ def grow(binned, n_bins, rows, g, h, *, max_depth, min_samples_leaf, l2, penalty
                     np.array([e for _, e, _ in small], np.int64), slots, g, h, active, hot, *new)
         if pairs:
             p = np.array(pairs, np.int64).reshape(-1, 3)
-            subtract_level(*hist, p[:, 0], *new, slots[p[:, 1]], p[:, 2])
+            subtract_level(*hist, p[:, 0], *new, slots[p[:, 1]], p[:, 2])  # type: ignore[call-arg]  # numba's stubs cannot count *-args
         hist = new
     return tree

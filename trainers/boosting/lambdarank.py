@@ -98,7 +98,7 @@ class _RankingValidation(Loss):
 
 
 class LambdaRankLoss(_RankingValidation):
-    """LambdaMART's pairwise |dNDCG|-weighted objective; initial score 0 (ranking is shift-invariant)."""
+    """LambdaMART's pairwise ``|dNDCG|``-weighted objective; initial score 0 (ranking is shift-invariant)."""
 
     name = "lambdarank"
 

@@ -215,7 +215,7 @@ _RANKER_DOC = """
     Parameters
     ----------
     objective : {"lambdarank", "squared"}, default "lambdarank"
-        LambdaMART's pairwise |dNDCG|-weighted loss (LightGBM's ``lambdarank``), or pointwise squared loss
+        LambdaMART's pairwise ``|dNDCG|``-weighted loss (LightGBM's ``lambdarank``), or pointwise squared loss
         on the relevance label (the thesis' Yahoo experiments).
     sigma : float, default 1
         LambdaMART's sigmoid scale (LightGBM's ``sigmoid``).
