@@ -64,13 +64,23 @@ def _model(args):
                              metadata=m.metadata)
 
 
-def _rows(path, n_features):
-    from ..datasets import load_csv
-    ds = load_csv(path)
-    if ds.X.shape[1] != n_features:
-        raise ValueError(f"{path}: {ds.X.shape[1]} feature columns (label last), but the model has "
-                         f"{n_features} features")
-    return ds.X.astype(np.float32), ds.y
+def _rows(path, model):
+    """(features in the model's order, labels) from a CSV with the label last.
+    With a header, feature columns are taken by name (``column_order``, the
+    rule of ``skinflint predict``); without one, by position."""
+    from ..datasets import read_csv_matrix
+    from ..ir.feature_costs import column_order
+    M, header = read_csv_matrix(path)
+    F = model.n_features
+    if M.shape[1] != F + 1:
+        raise ValueError(f"{path}: {M.shape[1]} columns, but the model has {F} features and the label comes last")
+    if header is None:
+        X, y = M[:, :-1], M[:, -1]
+    else:
+        order = column_order(model.feature_names, header, what=path)
+        X, y = M[:, order], M[:, sorted(set(range(F + 1)) - set(order.tolist()))[0]]
+    y = y.astype(np.int64) if np.all(y == np.round(y)) else y
+    return np.ascontiguousarray(X, np.float32), y
 
 
 def _measure(model, X, y):
@@ -114,10 +124,10 @@ def run(args):
     """The ``compress`` command; returns the exit status."""
     from .budget_prune import budget_prune, prune_to_budget
     model = _model(args)
-    Xv, yv = _rows(args.data, model.n_features)
+    Xv, yv = _rows(args.data, model)
     sets = [("val", (Xv, yv))]
     if args.test:
-        sets.append(("test", _rows(args.test, model.n_features)))
+        sets.append(("test", _rows(args.test, model)))
     kw = {"node_values": args.node_values, "loss": args.loss, "ensemble": args.ensemble}
     if args.budget is not None:
         res = prune_to_budget(model, Xv, yv, args.budget, **kw)

@@ -81,3 +81,23 @@ def test_write_atomically_removes_its_temporary_file_on_failure(files, tmp_path,
     with pytest.raises(OSError, match="disk full"):
         cli.write_atomically(m, tmp_path / "x.json")
     assert sorted(os.listdir(tmp_path)) == ["costs.csv", "forest.json", "val.csv"]
+
+
+def test_compress_reads_a_header_by_name(files, tmp_path, capsys):
+    """Swapped columns under a header give the same table as the file in order
+    (the CSV is read by name, as skinflint predict reads it)."""
+    src, costs, _ = files
+    names = ["x0", "x1", "x2", "x3"]
+    inorder, swapped = tmp_path / "in.csv", tmp_path / "sw.csv"
+    inorder.write_text(",".join(names + ["label"]) + "\n" + "\n".join(
+        ",".join(f"{v:.9g}" for v in row) + f",{lab}" for row, lab in zip(X[200:], Y[200:])))
+    perm = [3, 1, 0, 2]
+    swapped.write_text(",".join([names[j] for j in perm] + ["label"]) + "\n" + "\n".join(
+        ",".join(f"{row[j]:.9g}" for j in perm) + f",{lab}" for row, lab in zip(X[200:], Y[200:])))
+    outs = []
+    for data in (inorder, swapped):
+        args = _parse([str(src), "--from", "sklearn-json", "--data", str(data), "--costs", str(costs),
+                       "--lambda", "0.01", "-o", str(tmp_path / f"{data.stem}.json")])
+        assert args.func(args) == 0
+        outs.append(capsys.readouterr().out)
+    assert outs[0] == outs[1].replace("sw.json", "in.json")
