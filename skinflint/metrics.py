@@ -224,9 +224,7 @@ def _prepared(y, scores, group, *, integer, order=None):
     y = qg.take(relevance_labels(y, n, integer=integer))
     if order is not None:
         return y, _checked_order(order, qg), qg.offsets
-    s = qg.take(s.astype(np.float64))
-    if np.isnan(s).any():
-        raise ValueError(f"scores: {int(np.isnan(s).sum())} scores are NaN; a ranking needs every score")
+    s = _scores_without_nan(qg.take(s.astype(np.float64)))
     ranked = np.empty(n, np.int64)
     _order_kernel(s, qg.offsets, ranked)
     return y, ranked, qg.offsets
@@ -246,11 +244,17 @@ def _checked_order(order, qg):
     return ranked
 
 
+def _scores_without_nan(s):
+    if np.isnan(s).any():
+        raise ValueError(f"scores: {int(np.isnan(s).sum())} scores are NaN; a ranking needs every score")
+    return s
+
+
 def ranking_order(scores, group) -> np.ndarray:
     """Row indices, query by query (queries in ``query_groups`` order), each query's rows best first (ties: the
     earlier row first).  Metrics accept such an ``order=`` instead of scores when the ranking is not by score
     alone (Early Exit's survivors before dropped documents)."""
-    s = np.asarray(scores, np.float64).reshape(-1)
+    s = _scores_without_nan(np.asarray(scores, np.float64).reshape(-1))
     qg = group if isinstance(group, QueryGroups) else query_groups(group, len(s))
     ranked = np.empty(len(s), np.int64)
     _order_kernel(qg.take(s), qg.offsets, ranked)

@@ -156,3 +156,9 @@ def test_parse_metric():
     with pytest.raises(ValueError, match="unknown metric"):
         parse_metric("ndcg")
     assert "ndcg@k" in metrics.METRICS
+
+
+def test_ranking_order_refuses_nan_scores():
+    from skinflint.metrics import ranking_order
+    with pytest.raises(ValueError, match="1 scores are NaN"):
+        ranking_order([0.5, float("nan"), 0.1], [3])
