@@ -323,12 +323,15 @@ class GreedyMiserRanker(_GreedyMiserMixin, CostSensitiveRegressor):
         offsets = qg.offsets
         val = None
         if eval_set is None and self.early_stopping:
+            if qg.n_queries < 2:
+                raise ValueError(f"early_stopping holds out whole queries, but the data have {qg.n_queries} query; "
+                                 "pass group= with several queries or an eval_set")
             fit_q, val_q = holdout_rows(qg.n_queries, self.validation_fraction, rng)
-            rows_of = [np.arange(offsets[q], offsets[q + 1]) for q in range(qg.n_queries)]
             fit_q, val_q = np.sort(fit_q), np.sort(val_q)
-            vr = np.concatenate([rows_of[q] for q in val_q])
+            query_of_row = np.repeat(np.arange(qg.n_queries), np.diff(offsets))   # rows are grouped by query
+            vr = np.flatnonzero(np.isin(query_of_row, val_q))
             val = (X[vr], labels[vr], _offsets(np.diff(offsets)[val_q]))
-            tr = np.concatenate([rows_of[q] for q in fit_q])
+            tr = np.flatnonzero(np.isin(query_of_row, fit_q))
             X, labels, w = X[tr], labels[tr], w[tr]
             offsets = _offsets(np.diff(qg.offsets)[fit_q])
         elif eval_set is not None:

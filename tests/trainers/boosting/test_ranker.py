@@ -283,3 +283,12 @@ def test_registry_knows_the_rankers():
     assert {n for n, s in RANKING.items() if s.on_ranking == "regression"} == {"cstc", "astc"}
     with pytest.raises(ValueError, match="has no ranking estimator"):
         TRAINERS["svm"].estimator("ranking")
+
+
+def test_early_stopping_with_one_query_is_one_clear_error():
+    from skinflint.trainers import GreedyMiserRanker
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 3)).astype(np.float32)
+    y = rng.integers(0, 3, 40)
+    with pytest.raises(ValueError, match="holds out whole queries, but the data have 1 query"):
+        GreedyMiserRanker(n_estimators=3, early_stopping=True, verbose=0).fit(X, y)
