@@ -292,3 +292,14 @@ def test_early_stopping_with_one_query_is_one_clear_error():
     y = rng.integers(0, 3, 40)
     with pytest.raises(ValueError, match="holds out whole queries, but the data have 1 query"):
         GreedyMiserRanker(n_estimators=3, early_stopping=True, verbose=0).fit(X, y)
+
+
+def test_early_stopping_holds_out_whole_queries():
+    from skinflint import datasets
+    from skinflint.trainers import GreedyMiserRanker
+    ds = datasets.make_yahoo_like(n_queries=30, n_features=8, mean_docs=8, seed=2)
+    est = GreedyMiserRanker(n_estimators=20, max_depth=2, early_stopping=True, validation_fraction=0.2,
+                            n_iter_no_change=3, random_state=0, verbose=0).fit(ds.X, ds.y, group=ds.qid)
+    # rounds chosen on the held-out queries' NDCG@5: at least one, at most all
+    assert 1 <= est.n_estimators_ <= 20
+    assert 0.0 <= est.score(ds.X, ds.y, ds.qid) <= 1.0
