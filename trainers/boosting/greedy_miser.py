@@ -236,7 +236,23 @@ class _GreedyMiserMixin:
             yield acc[:, 0].copy() if K == 1 else acc.copy()
 
 
-class GreedyMiserRegressor(_GreedyMiserMixin, CostSensitiveRegressor):
+class _OneRealOutput:
+    """What a Greedy Miser with one real-valued output (the regressor, the
+    ranker) exports: one score column, a regression task, a required target."""
+
+    def _n_outputs(self):
+        return 1
+
+    def _task(self):
+        return ir.regression_task()
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()  # type: ignore[misc]
+        tags.target_tags.required = True
+        return tags
+
+
+class GreedyMiserRegressor(_OneRealOutput, _GreedyMiserMixin, CostSensitiveRegressor):
     """Greedy Miser for regression (squared loss): thesis §2.1, Eq. (2.5)."""
 
     __doc__ += "\n\n" + (_GreedyMiserMixin.__doc__ or "\n\n").split("\n\n", 1)[1]
@@ -252,17 +268,6 @@ class GreedyMiserRegressor(_GreedyMiserMixin, CostSensitiveRegressor):
         if name != "squared":
             raise ValueError(f"loss {name!r} is not a regression loss; use 'squared'")
         return make_loss(name)
-
-    def _n_outputs(self):
-        return 1
-
-    def _task(self):
-        return ir.regression_task()
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.target_tags.required = True
-        return tags
 
 
 class GreedyMiserClassifier(_GreedyMiserMixin, CostSensitiveClassifier):

@@ -25,7 +25,7 @@ from ...metrics import QueryGroups, ndcg, query_groups, relevance_labels
 from ..base import CostSensitiveRegressor
 from ..common import holdout_rows
 from .booster import BinnedData, boost, tree_outputs
-from .greedy_miser import _GreedyMiserMixin
+from .greedy_miser import _GreedyMiserMixin, _OneRealOutput
 from .lambdarank import OBJECTIVES, RankTarget, make_rank_loss
 
 # cells of the per-tree value matrix [rows, trees] held at once by the prefix-sum helpers (float32: 256 MB)
@@ -230,7 +230,7 @@ _RANKER_DOC = """
 """
 
 
-class GreedyMiserRanker(_GreedyMiserMixin, CostSensitiveRegressor):
+class GreedyMiserRanker(_OneRealOutput, _GreedyMiserMixin, CostSensitiveRegressor):
     """Greedy Miser for learning to rank (thesis §2.1, §2.1.4): a cost-sensitive LambdaMART.
 
     ``fit(X, y, group)`` with graded relevance labels y (non-negative integers); ``predict`` returns scores
@@ -270,17 +270,6 @@ class GreedyMiserRanker(_GreedyMiserMixin, CostSensitiveRegressor):
             v = getattr(self, name)
             if not (isinstance(v, (int, np.integer)) and v >= 1):
                 raise ValueError(f"{name} must be a positive integer, got {v!r}")
-
-    def _n_outputs(self):
-        return 1
-
-    def _task(self):
-        return ir.regression_task()
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.target_tags.required = True
-        return tags
 
     def _grouped(self, X, y, group, *, checked):
         """(X, relevance labels, QueryGroups) with each query's rows contiguous; X is validated unless
