@@ -53,6 +53,27 @@ def cost_argument(feature_costs, costs, where: str):
     return costs
 
 
+_COST_PARAMETERS = """feature_costs : FeatureCosts, cost CSV path, array [F] or None
+        Feature costs and groups (None: every feature costs 1), matched to
+        {names} by name when both have names, else
+        by position (docs/importers.md); a name on one side only is an error.
+    by_position : bool, default False
+        Pair named costs with the model's features by position even though
+        their names differ (the costs' names are kept).
+    costs : deprecated
+        The former name of ``feature_costs``."""
+
+
+def cost_parameters_doc(names: str):
+    """Fill an importer docstring's ``{cost_parameters}`` with the cost
+    arguments every importer takes, written once (``names``: what the costs
+    are matched to)."""
+    def fill(fn):
+        fn.__doc__ = (fn.__doc__ or "").replace("{cost_parameters}", _COST_PARAMETERS.format(names=names))
+        return fn
+    return fill
+
+
 def bank_model(trees, costs: FeatureCosts, task, *, base_score, source: str, info: dict,
                precision="float32", divisor=1.0):
     """One IR model whose output is one bank of the imported trees.

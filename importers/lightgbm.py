@@ -47,7 +47,7 @@ import numpy as np
 
 from ..ir import builders
 from ..ir.json_io import MAX_FILE_BYTES
-from ._common import bank_model, cost_argument, one_hot_values, resolve_costs
+from ._common import bank_model, cost_argument, cost_parameters_doc, one_hot_values, resolve_costs
 from ._lightgbm_text import parse_model_text
 from .thresholds import clamp_infinite, le_threshold, le_zero_region
 
@@ -200,6 +200,7 @@ def _task(objective, n_class, classes, raw_margin):
                      "a regression")
 
 
+@cost_parameters_doc("the source model's feature names")
 def from_lightgbm(model, feature_costs=None, *, classes=None, raw_margin=False, num_iteration=None,
                   init_score=None, by_position=False, costs=None):
     """Import a LightGBM model as an IR model.
@@ -207,15 +208,7 @@ def from_lightgbm(model, feature_costs=None, *, classes=None, raw_margin=False, 
     Parameters
     ----------
     model : lightgbm.Booster, LGBMModel, model file path or model string
-    feature_costs : FeatureCosts, cost CSV path, array [F] or None
-        Feature costs and groups (None: every feature costs 1), matched to
-        the source model's feature names by name when both have names, else
-        by position (docs/importers.md); a name on one side only is an error.
-    by_position : bool, default False
-        Pair named costs with the model's features by position even though
-        their names differ (the costs' names are kept).
-    costs : deprecated
-        The former name of ``feature_costs``.
+    {cost_parameters}
     classes : sequence, optional
         Class labels (default: the sklearn wrapper's ``classes_`` or 0..K-1).
     raw_margin : bool, default False

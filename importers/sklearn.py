@@ -44,7 +44,7 @@ import numpy as np
 
 from ..ir import builders
 from ..ir.codes import KERNELS
-from ._common import IMPORTER_VERSION, bank_model, cost_argument, one_hot_values, resolve_costs
+from ._common import IMPORTER_VERSION, bank_model, cost_argument, cost_parameters_doc, one_hot_values, resolve_costs
 from .thresholds import clamp_infinite, le_threshold
 
 U32 = 2.0 ** -24
@@ -163,21 +163,14 @@ def raw_trees(est):
     return None
 
 
+@cost_parameters_doc('``feature_names_in_``')
 def from_sklearn(est, feature_costs=None, *, by_position=False, costs=None):
     """Import a fitted scikit-learn estimator as an IR model.
 
     Parameters
     ----------
     est : fitted estimator (see the module docstring for the families)
-    feature_costs : FeatureCosts, cost CSV path, array [F] or None
-        Feature costs and groups (None: every feature costs 1), matched to
-        ``feature_names_in_`` by name when both have names, else
-        by position (docs/importers.md); a name on one side only is an error.
-    by_position : bool, default False
-        Pair named costs with the model's features by position even though
-        their names differ (the costs' names are kept).
-    costs : deprecated
-        The former name of ``feature_costs``.
+    {cost_parameters}
 
     Returns
     -------

@@ -35,7 +35,7 @@ import numpy as np
 from ..ir import builders
 from ..ir.json_io import MAX_FILE_BYTES
 from . import _ubjson, _xgboost_check
-from ._common import bank_model, cost_argument, one_hot_values, resolve_costs
+from ._common import bank_model, cost_argument, cost_parameters_doc, one_hot_values, resolve_costs
 from .thresholds import lt_threshold
 
 _BINARY = {"binary:logistic": "logistic", "binary:logitraw": "identity", "binary:hinge": None}
@@ -130,6 +130,7 @@ def _tree(t, n_class, klass):
             "missing_left": np.asarray(t["default_left"]).astype(bool)}
 
 
+@cost_parameters_doc("the source model's feature names")
 def from_xgboost(model, feature_costs=None, *, classes=None, raw_margin=False, base_margin=None,
                  by_position=False, costs=None):
     """Import an XGBoost model as an IR model whose margins equal XGBoost's.
@@ -137,15 +138,7 @@ def from_xgboost(model, feature_costs=None, *, classes=None, raw_margin=False, b
     Parameters
     ----------
     model : xgboost.Booster, XGBModel, path to a ``.json``/``.ubj`` model file, or its bytes
-    feature_costs : FeatureCosts, cost CSV path, array [F] or None
-        Feature costs and groups (None: every feature costs 1), matched to
-        the source model's feature names by name when both have names, else
-        by position (docs/importers.md); a name on one side only is an error.
-    by_position : bool, default False
-        Pair named costs with the model's features by position even though
-        their names differ (the costs' names are kept).
-    costs : deprecated
-        The former name of ``feature_costs``.
+    {cost_parameters}
     classes : sequence, optional
         Class labels; default the sklearn wrapper's ``classes_`` or 0..K-1.
     raw_margin : bool, default False
