@@ -39,6 +39,27 @@ def _drop_array_number(text, span):
     return text[:a2] + text[b:] if text[a2 + 1:a].strip() == "" and a2 >= 0 else text[:a] + text[b:]
 
 
+def _import_each(importer, path, mutants, clean_json, prefix, skip=None):
+    """(refused, accepted) over ``mutants`` ((content, tree) pairs, str or
+    bytes), each written to ``path`` and imported; ``skip``: a content left out."""
+    got = np.zeros(2, int)
+    for mutant, tree in mutants:
+        if skip is not None and mutant == skip:
+            continue
+        if isinstance(mutant, bytes):
+            path.write_bytes(mutant)
+        else:
+            path.write_text(mutant)
+        got += _run(importer, path, clean_json, tree, prefix)
+    return got
+
+
+def _without_a_line(d, rng):
+    """Mutants of JSON data ``d`` printed one key per line, each missing one line."""
+    pretty = json.dumps(d, indent=1).split("\n")
+    return [("\n".join(pretty[:j] + pretty[j + 1:]), None) for j in rng.integers(1, len(pretty) - 1, N_LINE // 2)]
+
+
 def _run(importer, path, clean_json, tree_of, prefix):
     """(refused, accepted) after importing ``path``; checks the outcome."""
     try:
@@ -105,13 +126,7 @@ def test_lightgbm_text_damaged_is_refused_or_the_same_model(lgb_model, tmp_path)
         toks = val.split(" ")
         ln = key + "=" + " ".join(toks[:t] + toks[t + 1:])
         mutants.append(("\n".join(lines[:j] + [ln] + lines[j + 1:]), tree_at_line(j)))
-    got = np.zeros(2, int)
-    path = tmp_path / "model.txt"
-    for mutant, tree in mutants:
-        if mutant == text:
-            continue
-        path.write_text(mutant)
-        got += _run(from_lightgbm, path, clean, tree, "LightGBM model:")
+    got = _import_each(from_lightgbm, tmp_path / "model.txt", mutants, clean, "LightGBM model:", skip=text)
     assert got.sum() >= 300 and got[0] > 0, got
 
 
@@ -167,14 +182,8 @@ def test_xgboost_json_damaged_is_refused_or_the_same_model(xgb_model, tmp_path):
     for k in rng.choice(len(spans), min(len(spans), 2 * N_NUMBER), replace=False):
         a = spans[k][0]
         mutants.append((_drop_array_number(text, spans[k]), tree_at(a) if a < end_trees else None))
-    pretty = json.dumps(json.loads(text), indent=1).split("\n")
-    for j in rng.integers(1, len(pretty) - 1, N_LINE // 2):
-        mutants.append(("\n".join(pretty[:j] + pretty[j + 1:]), None))
-    got = np.zeros(2, int)
-    path = tmp_path / "model.json"
-    for mutant, tree in mutants:
-        path.write_text(mutant)
-        got += _run(from_xgboost, path, clean, tree, "XGBoost model:")
+    mutants += _without_a_line(json.loads(text), rng)
+    got = _import_each(from_xgboost, tmp_path / "model.json", mutants, clean, "XGBoost model:")
     assert got.sum() >= 300 and got[0] > 0, got
 
 
@@ -207,11 +216,7 @@ def test_xgboost_ubjson_damaged_is_refused_or_the_same_model(xgb_model, tmp_path
         cut = raw[:j] + raw[j + size:]
         mutants.append(cut)
         mutants.append(cut[:pos] + (n - 1).to_bytes(w, "big", signed=True) + cut[pos + w:])
-    got = np.zeros(2, int)
-    path = tmp_path / "model.ubj"
-    for mutant in mutants:
-        path.write_bytes(mutant)
-        got += _run(from_xgboost, path, clean, None, "XGBoost model:")
+    got = _import_each(from_xgboost, tmp_path / "model.ubj", [(m, None) for m in mutants], clean, "XGBoost model:")
     assert got.sum() >= 300 and got[0] > 0, got
 
 
@@ -249,13 +254,7 @@ def test_sklearn_json_damaged_is_refused_or_the_same_model(skl_model, tmp_path):
     d = json.loads(text)
     for i in range(len(d["trees"])):                 # a whole tree removed
         mutants.append((json.dumps({**d, "trees": d["trees"][:i] + d["trees"][i + 1:]}), None))
-    pretty = json.dumps(d, indent=1).split("\n")
-    for j in rng.integers(1, len(pretty) - 1, N_LINE // 2):
-        mutants.append(("\n".join(pretty[:j] + pretty[j + 1:]), None))
-    got = np.zeros(2, int)
-    path = tmp_path / "model.json"
-    for mutant, tree in mutants:
-        path.write_text(mutant)
-        got += _run(from_sklearn_json, path, clean, tree, "")
+    mutants += _without_a_line(d, rng)
+    got = _import_each(from_sklearn_json, tmp_path / "model.json", mutants, clean, "")
     assert got.sum() >= 300 and got[0] > 0, got
 
