@@ -30,6 +30,39 @@ def test_early_exit_cascade_saves_cost_and_matches_its_gbrt_when_nobody_exits():
     assert verify(eager.to_ir(), ds.X[:100], runtimes=("c", "c-lazy")).ok
 
 
+def test_early_exit_one_sided_rule_only_drops_unpromising_rows():
+    ds = datasets.make_cheap_vs_exact(1500, seed=0)
+    kw = dict(n_estimators=40, max_depth=3, feature_costs=ds.feature_costs, random_state=0, verbose=0,
+              exit_every=10, tree_eval_cost=1.0, threshold=1.0)
+    one = EarlyExitClassifier(exit_side="negative", **kw).fit(ds.X, ds.y)
+    both = EarlyExitClassifier(**kw).fit(ds.X, ds.y)
+    p1, p2 = predict(one.to_ir(), ds.X), predict(both.to_ir(), ds.X)
+    last = 3
+    early = p1.stage < last
+    assert 0.1 < early.mean() < 0.9, early.mean()
+    # the thesis' rule drops rows as negatives only
+    assert np.all(p1.output[early] == one.classes_[0])
+    # same trees, same stage margins: |f| >= theta_i whenever f <= -theta_i, so
+    # the two-sided rule lets every row out no later than the one-sided one
+    assert np.all(p2.stage <= p1.stage) and np.any(p2.stage < p1.stage)
+    # independent oracle: the estimator's own staged scores (not the IR) give the
+    # first checkpoint i with f_i <= -theta_i, theta_i = s (n - i) / n; the cascade
+    # sums its trees in another order, so rows within 1e-4 of a threshold (float32
+    # rounding of 40 terms of size <= 1 is below 1e-5) are not judged
+    staged = list(one.staged_decision_function(ds.X))
+    expect = np.full(len(ds.y), last)
+    near = np.zeros(len(ds.y), bool)
+    for i in range(last - 1, -1, -1):
+        f, theta = staged[10 * (i + 1) - 1], 1.0 * (4 - i) / 4
+        expect[f <= -theta] = i
+        near |= np.abs(f + theta) < 1e-4
+    assert near.mean() < 0.01
+    np.testing.assert_array_equal(p1.stage[~near], expect[~near])
+    assert verify(one.to_ir(), ds.X[:100], runtimes=("c", "c-lazy")).ok
+    with pytest.raises(ValueError, match="exit_side"):
+        EarlyExitClassifier(exit_side="high", **kw).fit(ds.X, ds.y)
+
+
 def test_early_exit_rejects_bad_parameters():
     ds = datasets.make_cheap_vs_exact(200)
     with pytest.raises(ValueError, match="exit_every"):

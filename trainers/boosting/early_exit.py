@@ -1,13 +1,21 @@
 """Early Exit (Cambazoglu et al. 2010), the cascade baseline of thesis §2.1.4.
 
 A stage-wise GBRT is trained as usual; at test time an exit is placed every
-``exit_every`` trees.  For classification (the thesis' Scene-15 variant) a
-row leaves at exit i when its margin is confident either way,
-|margin| >= theta_i, with theta_i = threshold * (n - i) / n shrinking
+``exit_every`` trees, with theta_i = threshold * (n - i) / n shrinking
 towards the last exit (the proximity schedule of the ranking variant,
-(300 - i) s / 299, adapted to margins).  The IR is a ``cascade`` whose
-stage i is a linear node over the first (i + 1) * exit_every trees, so a
-tree is evaluated and paid once however many stages read it.
+(300 - i) s / 299, adapted to margins).  Two exit rules:
+
+* ``exit_side="both"``: a row leaves at exit i when its margin is confident
+  either way, |margin| >= theta_i;
+* ``exit_side="negative"``: the papers' one-sided rule, which only drops
+  unpromising inputs (Cambazoglu et al. 2010; thesis §2.1.4): a row leaves,
+  predicted negative, when margin <= -theta_i.  The papers measure the drop
+  against the query's 5th-best document; per row the reference is the
+  decision boundary, margin 0 (``EarlyExitRanker`` has the per-query rule).
+
+The IR is a ``cascade`` whose stage i is a linear node over the first
+(i + 1) * exit_every trees, so a tree is evaluated and paid once however many
+stages read it.
 """
 from __future__ import annotations
 
@@ -15,6 +23,9 @@ import numpy as np
 
 from ... import ir
 from .greedy_miser import GreedyMiserClassifier
+
+# exit_side -> (the cascade's exit rule, the sign of theta_i in it)
+_EXIT_RULES = {"both": ("abs_ge", 1.0), "negative": ("le", -1.0)}
 
 
 class EarlyExitClassifier(GreedyMiserClassifier):
@@ -29,6 +40,10 @@ class EarlyExitClassifier(GreedyMiserClassifier):
         s, the margin ``|f(x)|`` a row needs to leave at the first exit; exit i
         of n asks for s (n - i) / n.  Larger s: fewer early exits, higher
         cost, accuracy closer to the full ensemble.
+    exit_side : {"both", "negative"}, default "both"
+        "both": leave when ``|f(x)| >= theta_i`` (confident either way);
+        "negative": the papers' one-sided rule, leave predicted negative when
+        ``f(x) <= -theta_i`` (rows that may be positive always go on).
     """
 
     def __init__(self, *, loss=None, n_estimators=100, learning_rate=0.1, max_depth=4,
@@ -37,7 +52,7 @@ class EarlyExitClassifier(GreedyMiserClassifier):
                  feature_groups=None, group_costs=None, feature_names=None, group_names=None,
                  tree_eval_cost=0.0, max_feature_cost=None, early_stopping=False,
                  validation_fraction=0.1, n_iter_no_change=10, random_state=None, verbose=1,
-                 exit_every=10, threshold=2.0):
+                 exit_every=10, threshold=2.0, exit_side="both"):
         super().__init__(
             loss=loss, n_estimators=n_estimators, learning_rate=learning_rate, max_depth=max_depth,
             min_samples_leaf=min_samples_leaf, l2_regularization=l2_regularization,
@@ -50,6 +65,7 @@ class EarlyExitClassifier(GreedyMiserClassifier):
             random_state=random_state, verbose=verbose)
         self.exit_every = exit_every
         self.threshold = threshold
+        self.exit_side = exit_side
 
     _binary_only = True
 
@@ -59,6 +75,8 @@ class EarlyExitClassifier(GreedyMiserClassifier):
             raise ValueError(f"exit_every must be a positive integer, got {self.exit_every!r}")
         if not self.threshold >= 0:
             raise ValueError(f"threshold must be >= 0, got {self.threshold!r}")
+        if self.exit_side not in _EXIT_RULES:
+            raise ValueError(f"exit_side must be one of {sorted(_EXIT_RULES)}, got {self.exit_side!r}")
         return super().fit(X, y, sample_weight, eval_set)
 
     def to_ir(self, n_iterations=None) -> ir.Model:
@@ -73,7 +91,8 @@ class EarlyExitClassifier(GreedyMiserClassifier):
             nodes.append(ir.linear([ir.tree_input(0, t) for t in range(end)], np.ones(end),
                                    bias=float(bank.base_score[0]), name=f"first {end} trees"))
             theta = self.threshold * (n - i) / n
-            stages.append((len(nodes) - 1, "abs_ge", theta))
+            rule, sign = _EXIT_RULES[self.exit_side]
+            stages.append((len(nodes) - 1, rule, sign * theta))
         nodes.append(ir.cascade(stages, name="early exit"))
         meta = dict(flat.metadata, trainer=type(self).__name__)
         return ir.model(flat.features, nodes, len(nodes) - 1, task=flat.task,
