@@ -8,6 +8,7 @@ from .builders import (
                        cascade,
                        classifier_tree,
                        concat_trees,
+                       every,
                        feature_input,
                        features_from_costs,
                        groups_from_costs,
@@ -16,6 +17,8 @@ from .builders import (
                        model,
                        multiclass_task,
                        node_input,
+                       proximity_gaps,
+                       query_exit,
                        regression_task,
                        tree_input,
                        trees_from_arrays,
@@ -29,15 +32,23 @@ from .feature_costs import FeatureCosts
 from .inspect import inspect
 from .json_io import from_dict, from_json, load, save
 from .model import Feature, Group, Model, Task
-from .nodes import AnytimeNode, CascadeNode, ClassifierTreeNode, KernelNode, LinearNode, TreesNode
+from .nodes import (
+    AnytimeNode,
+    CascadeNode,
+    ClassifierTreeNode,
+    KernelNode,
+    LinearNode,
+    QueryExitNode,
+    TreesNode,
+)
 from .random_model import random_model  # the function; the module stays importable by path
 
 __all__ = [
     "IRError", "FeatureCosts", "Model", "Feature", "Group", "Task", "TreesNode", "LinearNode", "KernelNode",
-    "CascadeNode", "AnytimeNode", "ClassifierTreeNode", "save", "load", "to_json", "from_json",
+    "CascadeNode", "AnytimeNode", "ClassifierTreeNode", "QueryExitNode", "save", "load", "to_json", "from_json",
     "to_dict", "from_dict", "model_hash", "FORMAT", "VERSION", "static_cost", "reachable_units",
     "features_per_tree", "inspect", "trees_from_arrays", "concat_trees", "linear", "kernel",
     "cascade", "anytime", "classifier_tree", "model", "features_from_costs",
     "groups_from_costs", "regression_task", "binary_task", "multiclass_task",
-    "feature_input", "tree_input", "node_input", "random_model",
+    "feature_input", "tree_input", "node_input", "random_model", "query_exit", "proximity_gaps", "every",
 ]

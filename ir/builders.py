@@ -26,6 +26,7 @@ from .nodes import (
     ClassifierTreeNode,
     KernelNode,
     LinearNode,
+    QueryExitNode,
     TreesNode,
 )
 
@@ -228,6 +229,50 @@ def classifier_tree(nodes, *, name="") -> ClassifierTreeNode:
     node 0 is the root, leaves have left = right = -1."""
     return ClassifierTreeNode.from_dict({"nodes": list(nodes), "name": name},
                                         name or "classifier_tree", 0)
+
+
+def every(n, n_trees) -> list[int]:
+    """Checkpoints every ``n`` trees of a bank of ``n_trees``: n, 2n, ...
+    below the last tree (a checkpoint after the last tree saves nothing)."""
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise IRError(f"every: expected a positive integer, got {n!r}")
+    return list(range(int(n), int(n_trees), int(n)))
+
+
+def proximity_gaps(s, after, n_trees) -> list[float]:
+    """Early Exit's default schedule (Cambazoglu et al. 2010; thesis §2.1.4):
+    ``gap(i) = s (T - i) / (T - 1)`` after i of T trees, in float64, the
+    gaps a ``query_exit`` stores (so no backend recomputes them)."""
+    s = float(s)
+    if not (np.isfinite(s) and s >= 0):
+        raise IRError(f"s: expected a finite number >= 0, got {s!r}")
+    T = int(n_trees)
+    return [s * (T - int(i)) / max(T - 1, 1) for i in after]
+
+
+def query_exit(scorer, after, *, rule="proximity", keep=5, gap=None, name="") -> QueryExitNode:
+    """A query-level exit over tree bank node ``scorer`` with checkpoints
+    after the tree counts ``after`` (``ir.every(n, T)`` for every n trees).
+    ``rule``: "proximity" (``gap`` per checkpoint, or one number for all;
+    ``ir.proximity_gaps(s, after, T)`` is the papers' schedule) or "cutoff"
+    (no gap); ``keep``: one number, or one per checkpoint."""
+    after = [int(a) for a in after]
+    J = len(after)
+    keeps = [int(k) for k in np.broadcast_to(np.asarray(keep), (J,))] if J else []
+    rules = [rule] * J if isinstance(rule, str) else list(rule)
+    if len(rules) != J:
+        raise IRError(f"rule: {len(rules)} rules for {J} checkpoints")
+    gaps = [0.0] * J if gap is None else [float(g) for g in np.broadcast_to(np.asarray(gap, np.float64), (J,))]
+    cps = []
+    for a, k, r, g in zip(after, keeps, rules, gaps):
+        c: dict = {"after": a, "keep": k, "rule": r}
+        if r == "proximity":
+            if gap is None:
+                raise IRError("gap: a proximity rule needs a gap per checkpoint (ir.proximity_gaps)")
+            c["gap"] = g
+        cps.append(c)
+    return QueryExitNode.from_dict({"scorer": int(scorer), "checkpoints": cps, "name": name},
+                                   name or "query_exit", 0)
 
 
 def model(features, nodes, output, *, task=None, groups=(), metadata=None) -> Model:

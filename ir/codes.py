@@ -13,7 +13,11 @@ FORMAT_VERSION = 1          # the "version" field of a file whose tree banks are
 # "float64").  A file is written with the lowest version that holds it, so a
 # model with float32 banks only keeps version 1 and its bytes; both load.
 FORMAT_VERSION_FLOAT64 = 2
-FORMAT_VERSIONS = (FORMAT_VERSION, FORMAT_VERSION_FLOAT64)
+# Version 3 adds the query-level exit (a ``query_exit`` node, docs/ir.md):
+# written only by a model that has one, so every other model keeps its
+# version and bytes; files of versions 1 and 2 load unchanged.
+FORMAT_VERSION_QUERY = 3
+FORMAT_VERSIONS = (FORMAT_VERSION, FORMAT_VERSION_FLOAT64, FORMAT_VERSION_QUERY)
 
 # Precisions of a ``trees`` node: its leaf values, base score and sum.
 PRECISIONS = ("float32", "float64")
@@ -22,8 +26,11 @@ PRECISIONS = ("float32", "float64")
 # come first: ``kind <= KIND_KERNEL`` means a scoring node.
 KIND_TREES, KIND_LINEAR, KIND_KERNEL = 0, 1, 2
 KIND_CASCADE, KIND_ANYTIME, KIND_CTREE = 3, 4, 5
+# a query-level exit: scores whole queries, so no per-row evaluator runs it
+KIND_QUERY_EXIT = 6
 NODE_KIND_CODES = {"trees": KIND_TREES, "linear": KIND_LINEAR, "kernel": KIND_KERNEL,
-                   "cascade": KIND_CASCADE, "anytime": KIND_ANYTIME, "classifier_tree": KIND_CTREE}
+                   "cascade": KIND_CASCADE, "anytime": KIND_ANYTIME, "classifier_tree": KIND_CTREE,
+                   "query_exit": KIND_QUERY_EXIT}
 
 # What a linear node's input (a lowered "term") reads.
 TERM_FEATURE, TERM_TREE, TERM_NODE = 0, 1, 2
@@ -32,6 +39,13 @@ TERM_KINDS = {"feature": TERM_FEATURE, "tree": TERM_TREE, "node": TERM_NODE}
 # Cascade exit rules (a stage with EXIT_NONE never exits early).
 EXIT_NONE, EXIT_LE, EXIT_GE, EXIT_ABS_GE = 0, 1, 2, 3
 EXIT_RULES = {"none": EXIT_NONE, "le": EXIT_LE, "ge": EXIT_GE, "abs_ge": EXIT_ABS_GE}
+
+# The rule of a query-level exit at one checkpoint (docs/ir.md): "proximity"
+# drops the documents past rank ``keep`` scoring at least ``gap`` below the
+# query's keep-th best (Cambazoglu et al. 2010); "cutoff" keeps the top
+# ``keep`` (a multi-stage ranking cascade).
+QX_PROXIMITY, QX_CUTOFF = 0, 1
+QUERY_EXIT_RULES = {"proximity": QX_PROXIMITY, "cutoff": QX_CUTOFF}
 
 # Kernel functions of a kernel node.
 KERNEL_LINEAR, KERNEL_RBF, KERNEL_POLY = 0, 1, 2

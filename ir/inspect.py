@@ -7,11 +7,13 @@ from .costs import features_per_tree, reachable_units, static_cost
 from .nodes import (
     EXIT_RULES,
     KERNELS,
+    QUERY_EXIT_RULES,
     AnytimeNode,
     CascadeNode,
     ClassifierTreeNode,
     KernelNode,
     LinearNode,
+    QueryExitNode,
     TreesNode,
     _name_of,
 )
@@ -65,6 +67,12 @@ def describe_node(model, i) -> str:
         return "\n".join([f"{head}: {len(n.scorer)} stages"] + st)
     if isinstance(n, AnytimeNode):
         return f"{head}: checkpoints {n.checkpoints.tolist()}"
+    if isinstance(n, QueryExitNode):
+        cps = [f"      checkpoint {j}: after {int(a)} trees, {_name_of(QUERY_EXIT_RULES, int(r))} keep {int(k)}"
+               + (f" gap {float(g):g}" if _name_of(QUERY_EXIT_RULES, int(r)) == "proximity" else "")
+               for j, (a, k, r, g) in enumerate(zip(n.after, n.keep, n.rule, n.gap))]
+        return "\n".join([f"{head}: bank node {n.scorer} scored a query at a time, "
+                          f"{n.n_checkpoints} checkpoints"] + cps)
     if isinstance(n, ClassifierTreeNode):
         leaves = int(np.sum(n.left < 0))
         return f"{head}: {len(n.scorer)} nodes ({leaves} leaves)"

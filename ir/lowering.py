@@ -3,6 +3,12 @@
 Both the numba reference VM and the generated C walk these tables with the
 same small loops, so the tables are the one place where node kinds become
 integers and offsets.  Field names match the C template's arrays.
+
+``lower`` is for evaluators that score rows one at a time, so it refuses a
+model whose output is a query-level exit (``query_exit``): such a model
+ranks whole queries, and scoring its rows independently would silently
+drop the exit rule.  ``lower_query`` lowers it for a query evaluator: the
+tables of its tree bank plus the ``QueryTables`` of its checkpoints.
 """
 from __future__ import annotations
 
@@ -12,6 +18,7 @@ import numpy as np
 
 from .codes import KIND_ANYTIME, KIND_CASCADE, KIND_CTREE, KIND_KERNEL, KIND_LINEAR, KIND_TREES  # noqa: F401 (re-exported)
 from .codes import NODE_KIND_CODES as _KIND
+from .errors import IRError
 from .nodes import (
     INPUT_NODE,
     INPUT_TREE,
@@ -20,8 +27,11 @@ from .nodes import (
     ClassifierTreeNode,
     KernelNode,
     LinearNode,
+    QueryExitNode,
     TreesNode,
 )
+
+_CONTROL = (CascadeNode, AnytimeNode, ClassifierTreeNode, QueryExitNode)
 
 
 @dataclass
@@ -105,7 +115,43 @@ def _nonempty(a, dtype):
     return a if a.size else np.zeros(1, dtype)
 
 
+@dataclass
+class QueryTables:
+    """A query-level exit's checkpoints (docs/ir.md), for a query evaluator."""
+
+    after: np.ndarray            # i64 [J] trees done at checkpoint j (strictly increasing, < T)
+    keep: np.ndarray             # i64 [J]
+    rule: np.ndarray             # i32 [J] QX_PROXIMITY / QX_CUTOFF (ir/codes.py)
+    gap: np.ndarray              # f64 [J] (0 for a cutoff)
+    n_trees: int                 # T, the bank's trees
+
+    def arrays(self):
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
 def lower(model) -> Tables:
+    """The tables of a model whose rows are scored independently; a
+    query-level exit is refused (module docstring)."""
+    out = model.nodes[model.output]
+    if isinstance(out, QueryExitNode):
+        raise IRError(f"nodes[{model.output}]: a query_exit node ranks whole queries (docs/ranking.md); this "
+                      "backend scores rows one at a time and cannot run it (the reference runtime's rank() can)")
+    return _lower(model, model.output)
+
+
+def lower_query(model) -> tuple[Tables, QueryTables]:
+    """A query-level model as the tables of its tree bank (the bank is the
+    output: what each document runs) and the checkpoints of its exit."""
+    q = model.nodes[model.output]
+    if not isinstance(q, QueryExitNode):
+        raise IRError(f"nodes[{model.output}]: the output is a {q.kind} node, not a query_exit")
+    bank = model.nodes[q.scorer]
+    qt = QueryTables(after=q.after.astype(np.int64), keep=q.keep.astype(np.int64), rule=q.rule.astype(np.int32),
+                     gap=q.gap.astype(np.float64), n_trees=int(bank.n_trees))
+    return _lower(model, int(q.scorer)), qt
+
+
+def _lower(model, top) -> Tables:
     N = len(model.nodes)
     kind = np.array([_KIND[n.kind] for n in model.nodes], np.int32)
     width = np.zeros(N, np.int32)
@@ -132,7 +178,7 @@ def lower(model) -> Tables:
     n_kf = n_sv = n_al = n_sc = 0
 
     for i, n in enumerate(model.nodes):
-        if isinstance(n, (CascadeNode, AnytimeNode, ClassifierTreeNode)):
+        if isinstance(n, _CONTROL):
             continue
         K = n.n_outputs
         width[i], acc[i] = K, acc_size
@@ -204,7 +250,6 @@ def lower(model) -> Tables:
         is_tree = term_kind == INPUT_TREE
         term_index[is_tree] = tree_base[term_index[is_tree]] + tree_of_term[is_tree]
 
-    top = model.output
     out_node = model.nodes[top]
     C: dict[str, list | np.ndarray] = {k: [] for k in ("s", "rule", "thr", "out", "l", "r")}
     if isinstance(out_node, CascadeNode):
@@ -269,11 +314,11 @@ def lower(model) -> Tables:
         ctl_output=_nonempty(np.asarray(C["out"], np.int32), np.int32),
         ctl_left=_nonempty(np.asarray(C["l"], np.int32), np.int32),
         ctl_right=_nonempty(np.asarray(C["r"], np.int32), np.int32),
-        acc_size=max(acc_size, 1), stack_depth=_stack_depth(model),
+        acc_size=max(acc_size, 1), stack_depth=_stack_depth(model, top),
     )
 
 
-def _stack_depth(model) -> int:
+def _stack_depth(model, top) -> int:
     """Longest chain of linear node -> node inputs (the evaluator's stack)."""
     memo: dict[int, int] = {}
     # nodes form a DAG (validated): an explicit post-order walk, no recursion
@@ -287,7 +332,7 @@ def _stack_depth(model) -> int:
             kids = []
             if isinstance(n, LinearNode):
                 kids = [int(t) for k, t in zip(n.input_kind, n.input_index) if k == INPUT_NODE]
-            elif isinstance(n, (CascadeNode, AnytimeNode, ClassifierTreeNode)):
+            elif isinstance(n, _CONTROL):
                 kids = n.children()
             if expanded or all(k in memo for k in kids):
                 memo[j] = 1 + max((memo[k] for k in kids), default=0)
@@ -295,4 +340,4 @@ def _stack_depth(model) -> int:
                 stack.append((j, True))
                 stack.extend((k, False) for k in kids if k not in memo)
         return memo[i]
-    return depth(model.output)
+    return depth(top)

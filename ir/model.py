@@ -12,7 +12,7 @@ from .canonical import model_hash
 from .costs import reachable_units, static_cost
 from .errors import IRError
 from .inspect import inspect as inspect_model
-from .nodes import INPUT_TREE, LinearNode, TreesNode, is_control
+from .nodes import INPUT_TREE, LinearNode, QueryExitNode, TreesNode, is_control
 
 TASK_KINDS = ("regression", "binary", "multiclass")
 TRANSFORMS = {"regression": ("identity",), "binary": ("logistic", "identity"),
@@ -100,6 +100,12 @@ class Model:
         n = self.nodes[self.output]
         return isinstance(n, TreesNode) and n.is_float64
 
+    @property
+    def scores_queries(self) -> bool:
+        """The output is a query-level exit (a ``query_exit`` node): the model
+        scores whole queries, and only a runtime with ``rank`` runs it."""
+        return isinstance(self.nodes[self.output], QueryExitNode)
+
     def static_cost(self) -> float:
         """The cost of every unit the model can touch: all features extracted up front."""
         return static_cost(self)
@@ -163,6 +169,8 @@ def validate_model(m: Model) -> None:
         if isinstance(n, TreesNode) and n.feature.size and n.feature.max() >= F:
             raise IRError(f"nodes[{i}].feature: feature index {n.feature.max()} is out of range [0, {F})")
     _check_edges_and_cycles(m)
+    if isinstance(m.nodes[m.output], QueryExitNode):
+        _check_query_exit(m.nodes, m.output)
     K = node_width(m.nodes, m.output)
     if K != m.task.n_outputs:
         raise IRError(f"output: node {m.output} has {K} outputs but task.n_outputs is {m.task.n_outputs}")
@@ -188,6 +196,24 @@ def validate_task(t: Task):
         raise IRError("task.classes: a regression task has no classes")
     if len(set(t.classes)) != len(t.classes):
         raise IRError("task.classes: duplicate class labels")
+
+
+def _check_query_exit(nodes, i):
+    """A query-level exit reads one float32 one-output tree bank and checks
+    after fewer trees than it has (docs/ir.md)."""
+    q = nodes[i]
+    bank = nodes[q.scorer]
+    if not isinstance(bank, TreesNode):
+        raise IRError(f"nodes[{i}].scorer: node {q.scorer} is a {bank.kind} node; a query_exit scores a tree bank")
+    if bank.n_outputs != 1:
+        raise IRError(f"nodes[{i}].scorer: node {q.scorer} has {bank.n_outputs} outputs; a query_exit ranks "
+                      "by one score")
+    if bank.is_float64:
+        raise IRError(f"nodes[{i}].scorer: node {q.scorer} is a float64 bank; a query_exit needs a float32 one")
+    last = int(q.after[-1])
+    if last >= bank.n_trees:
+        raise IRError(f"nodes[{i}].checkpoints[{q.n_checkpoints - 1}].after: {last} must be below the bank's "
+                      f"{bank.n_trees} trees (a checkpoint after the last tree saves nothing)")
 
 
 def _check_edges_and_cycles(m: Model):
@@ -218,7 +244,7 @@ def _check_edges_and_cycles(m: Model):
         elif is_control(n):
             widths = set()
             for j, c in enumerate(n.children()):
-                part = {"anytime": "checkpoints", "cascade": "stages"}.get(n.kind, "nodes")
+                part = {"anytime": "checkpoints", "cascade": "stages", "query_exit": "scorer"}.get(n.kind, "nodes")
                 f = f"nodes[{i}].{part}[{j}]"
                 if c >= N:
                     raise IRError(f"{f}: node {c} is out of range [0, {N})")

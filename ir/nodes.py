@@ -19,6 +19,9 @@ Control nodes decide what is evaluated; they may only be the model's output:
 * ``AnytimeNode``: ordered checkpoints; with a budget the last one finished.
 * ``ClassifierTreeNode``: internal nodes route on ``margin <= threshold``
   (left) and leaves give the output.
+* ``QueryExitNode``: a tree bank scored a whole query at a time, with a
+  query-level exit rule at checkpoints (docs/ranking.md); only a runtime
+  that scores queries (the reference runtime's ``rank``) can run it.
 
 Nodes are immutable: their arrays are read-only.  Construct them with the
 builders in ``skinflint.ir.builders`` or from JSON.
@@ -52,6 +55,9 @@ from .codes import (  # noqa: F401 (re-exported)
     KERNEL_RBF,
     KERNELS,
     PRECISIONS,
+    QUERY_EXIT_RULES,
+    QX_CUTOFF,
+    QX_PROXIMITY,
     TERM_FEATURE,
     TERM_KINDS,
     TERM_NODE,
@@ -551,9 +557,111 @@ class ClassifierTreeNode:
             for s, t, o, l, r in zip(self.scorer, self.threshold, self.output, self.left, self.right)]}
 
 
+@dataclass(frozen=True, eq=False)
+class QueryExitNode:
+    """A query-level exit over one tree bank ``scorer`` (docs/ir.md, docs/ranking.md).
+
+    The documents of one query are scored together, tree by tree in bank
+    order.  Checkpoint j comes after ``after[j]`` trees (strictly increasing,
+    each in [1, T - 1]: a checkpoint after the last tree saves nothing).
+    There the documents still in are ranked by score, highest first, ties
+    by position in the query (the earlier document first), and:
+
+    * ``rule[j] == QX_PROXIMITY``: every document ranked past ``keep[j]``
+      whose score is at least ``gap[j]`` below the ``keep[j]``-th best
+      leaves (``kth - score >= gap``, computed in float64, exact for
+      float32 scores; Cambazoglu et al. 2010 with ``gap = s (T - i)/(T - 1)``);
+    * ``rule[j] == QX_CUTOFF``: every document ranked past ``keep[j]`` leaves
+      (the query's top ``keep[j]`` go on: a multi-stage ranking cascade).
+
+    A document that leaves fetches and pays nothing more; its score is the
+    one it had then.
+    """
+
+    scorer: int
+    after: np.ndarray
+    keep: np.ndarray
+    rule: np.ndarray
+    gap: np.ndarray
+    name: str = ""
+    kind: ClassVar[str] = "query_exit"
+
+    @property
+    def n_checkpoints(self) -> int:
+        return int(self.after.shape[0])
+
+    @classmethod
+    def from_dict(cls, d, field, n_features):
+        scorer = scalar_int(_require(d, "scorer", field), f"{field}.scorer", low=0, high=2**31 - 1)
+        cps = _require(d, "checkpoints", field)
+        if not isinstance(cps, list) or not cps:
+            raise IRError(f"{field}.checkpoints: expected a non-empty list")
+        if len(cps) > MAX_QUERY_CHECKPOINTS:
+            raise IRError(f"{field}.checkpoints: {len(cps)} checkpoints exceeds the limit {MAX_QUERY_CHECKPOINTS}")
+        after, keep, rule, gap = [], [], [], []
+        for j, c in enumerate(cps):
+            f = f"{field}.checkpoints[{j}]"
+            after.append(scalar_int(_require(c, "after", f), f"{f}.after", low=1, high=2**31 - 1))
+            keep.append(scalar_int(_require(c, "keep", f), f"{f}.keep", low=1, high=2**31 - 1))
+            r = _require(c, "rule", f)
+            if not isinstance(r, str) or r not in QUERY_EXIT_RULES:
+                raise IRError(f"{f}.rule: unknown rule {r!r}; expected one of {sorted(QUERY_EXIT_RULES)}")
+            rule.append(QUERY_EXIT_RULES[r])
+            if r == "proximity":
+                gap.append(scalar_float(_require(c, "gap", f), f"{f}.gap"))
+            elif "gap" in c:
+                raise IRError(f"{f}.gap: a cutoff keeps the top 'keep' documents and has no gap")
+            else:
+                gap.append(0.0)
+        node = cls(scorer=scorer, after=frozen(np.array(after, np.int32)), keep=frozen(np.array(keep, np.int32)),
+                   rule=frozen(np.array(rule, np.int8)), gap=frozen(np.array(gap, np.float64)),
+                   name=_name(d, field))
+        node.check(field)
+        return node
+
+    def check(self, field):
+        """What the node can check alone; the scorer bank is ``ir.model``'s to check."""
+        J = self.after.shape[0]
+        if J == 0:
+            raise IRError(f"{field}.checkpoints: expected a non-empty list")
+        for arr, nm in ((self.keep, "keep"), (self.rule, "rule"), (self.gap, "gap")):
+            if arr.shape != (J,):
+                raise IRError(f"{field}.checkpoints[].{nm}: expected {J} values, got {arr.shape[0]}")
+        bad = np.flatnonzero(np.diff(self.after.astype(np.int64)) <= 0)
+        if bad.size:
+            j = int(bad[0]) + 1
+            raise IRError(f"{field}.checkpoints[{j}].after: {int(self.after[j])} must be greater than the "
+                          f"previous checkpoint's {int(self.after[j - 1])}")
+        for arr, nm in ((self.after, "after"), (self.keep, "keep")):
+            bad = np.flatnonzero(arr < 1)
+            if bad.size:
+                raise IRError(f"{field}.checkpoints[{int(bad[0])}].{nm}: must be >= 1, got {int(arr[bad[0]])}")
+        bad = np.flatnonzero((self.rule != QX_PROXIMITY) & (self.rule != QX_CUTOFF))
+        if bad.size:
+            raise IRError(f"{field}.checkpoints[{int(bad[0])}].rule: unknown rule code {int(self.rule[bad[0]])}")
+        bad = np.flatnonzero(~np.isfinite(self.gap) | (self.gap < 0))
+        if bad.size:
+            raise IRError(f"{field}.checkpoints[{int(bad[0])}].gap: {float(self.gap[bad[0]])!r} must be a "
+                          "finite number >= 0")
+
+    def children(self):
+        return [int(self.scorer)]
+
+    def to_dict(self):
+        cps = []
+        for a, k, r, g in zip(self.after.tolist(), self.keep.tolist(), self.rule.tolist(), self.gap.tolist()):
+            c = {"after": a, "keep": k, "rule": _name_of(QUERY_EXIT_RULES, r)}
+            if r == QX_PROXIMITY:
+                c["gap"] = g
+            cps.append(c)
+        return {"kind": self.kind, "name": self.name, "scorer": int(self.scorer), "checkpoints": cps}
+
+
+MAX_QUERY_CHECKPOINTS = 1 << 20
+
 SCORING_KINDS = {"trees": TreesNode, "linear": LinearNode, "kernel": KernelNode}
 CONTROL_KINDS = {"cascade": CascadeNode, "anytime": AnytimeNode,
-                 "classifier_tree": ClassifierTreeNode}
+                 "classifier_tree": ClassifierTreeNode, "query_exit": QueryExitNode}
 NODE_KINDS = {**SCORING_KINDS, **CONTROL_KINDS}
 
 

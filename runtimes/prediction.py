@@ -1,7 +1,7 @@
 """What every runtime returns, and the input contract they share."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 import numpy as np
@@ -33,6 +33,30 @@ class Prediction:
     stage: np.ndarray
     features_used: np.ndarray
     fetches: np.ndarray | None = None
+
+
+def _no_rows(dtype):
+    return lambda: np.zeros(0, dtype)
+
+
+@dataclass
+class Ranking(Prediction):
+    """Per-document results of scoring whole queries (a model with a
+    query-level exit, docs/ranking.md), rows in the caller's order, plus
+    the ranking.
+
+    stage: the last checkpoint the document completed (j for one dropped at
+    checkpoint j; J, the number of checkpoints, for one that ran every tree;
+    -1 when its budget stopped it before the first); order: [N] int64 row
+    indices, query by query in the queries' order, each query best first
+    (more trees done first, then score, then position); n_trees: [N] int64,
+    trees the document completed; dropped: [N] bool, the exit rule dropped it
+    (not its budget).
+    """
+
+    order: np.ndarray = field(default_factory=_no_rows(np.int64))
+    n_trees: np.ndarray = field(default_factory=_no_rows(np.int64))
+    dropped: np.ndarray = field(default_factory=_no_rows(np.bool_))
 
 
 class Runtime(Protocol):
@@ -89,6 +113,36 @@ def as_budget(budget, n_rows: int) -> np.ndarray:
     if np.any(np.isnan(b)):
         raise ValueError("budget: NaN is not a budget; use None (or inf) for no limit")
     return np.ascontiguousarray(b)
+
+
+def as_group_sizes(group, n_rows: int) -> np.ndarray:
+    """Query sizes (LightGBM-style: each query's rows contiguous, in order) as
+    int64 offsets [Q + 1].  An empty query, sizes that are not positive
+    integers, or sizes whose sum is not the number of rows: one clear
+    error."""
+    if group is None:
+        raise ValueError("group: query sizes are needed to rank (one positive integer per query, "
+                         "summing to the rows)")
+    g = np.asarray(group)
+    if g.ndim != 1:
+        raise ValueError(f"group: expected a 1-d list of query sizes, got shape {g.shape}")
+    if g.size == 0:
+        if n_rows:
+            raise ValueError(f"group: no queries for {n_rows} rows")
+        return np.zeros(1, np.int64)
+    if g.dtype.kind == "f":
+        if not np.all(np.isfinite(g)) or np.any(g != np.round(g)):
+            raise ValueError("group: query sizes must be whole numbers")
+    elif g.dtype.kind not in "iu":
+        raise ValueError(f"group: expected integer query sizes, got dtype {g.dtype}")
+    g = g.astype(np.int64)
+    if np.any(g <= 0):
+        i = int(np.flatnonzero(g <= 0)[0])
+        raise ValueError(f"group: query {i} has {int(g[i])} documents; every query needs at least one")
+    total = int(g.sum())
+    if total != n_rows:
+        raise ValueError(f"group: the query sizes sum to {total} but X has {n_rows} rows")
+    return np.concatenate([[0], np.cumsum(g)]).astype(np.int64)
 
 
 @njit(cache=True)

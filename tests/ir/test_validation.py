@@ -92,7 +92,7 @@ def test_unknown_kind_version_and_missing_parts():
     d["nodes"][0]["kind"] = "forest"
     expect(d, "nodes[0].kind", "unknown node kind")
     d = base()
-    d["version"] = 3          # 2 exists: float64 tree banks (issue 19)
+    d["version"] = 4          # 2: float64 tree banks (issue 19); 3: query-level exits (issue 27)
     expect(d, "version", "unknown version")
     d = base()
     d["version"] = "1"

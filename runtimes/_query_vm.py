@@ -1,0 +1,139 @@
+"""The reference query evaluator: a model with a query-level exit (a
+``query_exit`` node over a tree bank, docs/ir.md), all queries in one numba
+call, queries in parallel.
+
+Per document the payments are the per-row evaluator's (``_vm.py``): for each
+tree in bank order, the tree's cost, then the features on its path root to
+leaf (a feature's group first time, then the feature), each paid on first
+touch; before each unit, a document whose cost would pass its budget halts
+(docs/costs.md).  Scores add in float32 from the bank's base score, trees in
+bank order.  Documents do not share units, so walking a tree over all the
+query's documents before the next tree (what this kernel does, to keep the
+tree in cache) pays and sums exactly as one document at a time would.
+
+At checkpoint j (``after[j]`` trees done) the documents still in, those not
+dropped or halted, are ranked by score, highest first, ties by position in
+the query; past rank ``keep[j]`` a document is dropped when the rule says so
+(docs/ranking.md): ``kth - score >= gap[j]`` in float64 for the proximity
+rule (exact: both are float32), always for a cutoff.
+"""
+import numpy as np
+from numba import njit, prange
+
+from ..ir.codes import QX_CUTOFF
+
+
+@njit(cache=True, inline="always")
+def _walk_doc(T, X, row, t, d, fstamp, gstamp, cost, budget):
+    """Tree t for document d (row ``row`` of X): its leaf, or -1 when the
+    document halts on its budget (the tree does not count)."""
+    c = cost[d] + T.tree_cost[t]
+    if c > budget:
+        return -1
+    cost[d] = c
+    m = T.tree_root[t]
+    while T.tn_feature[m] >= 0:
+        j = T.tn_feature[m]
+        if not fstamp[row, j]:
+            c = cost[d]
+            g = T.feat_group[j]
+            if g >= 0 and not gstamp[d, g]:
+                c = c + T.group_cost[g]
+            c = c + T.feat_cost[j]
+            if c > budget:
+                return -1
+            cost[d] = c
+            fstamp[row, j] = True
+            if g >= 0:
+                gstamp[d, g] = True
+        x = X[row, j]
+        if x != x:
+            m = T.tn_left[m] if T.tn_missing_left[m] else T.tn_right[m]
+        elif x <= T.tn_threshold[m]:
+            m = T.tn_left[m]
+        else:
+            m = T.tn_right[m]
+    return m
+
+
+@njit(cache=True)
+def _query(T, after, keep, rule, gap, X, a, n, budget, scores, cost_out, stage, used, trees_out, dropped,
+           order):
+    """One query: rows [a, a + n) of X."""
+    top = T.top
+    first = T.node_first[top]
+    count = T.node_count[top]
+    J = after.shape[0]
+    acc = np.full(n, T.bias[T.node_bias[top]], np.float32)
+    cost = np.zeros(n)
+    gstamp = np.zeros((n, T.group_cost.shape[0]), np.bool_)
+    done = np.zeros(n, np.int64)
+    last_cp = np.full(n, -1, np.int64)
+    halted = np.zeros(n, np.bool_)
+    alive = np.arange(n)          # documents still in, in position order
+    n_alive = n
+    t = 0
+    for j in range(J + 1):
+        end = after[j] if j < J else count
+        while t < end:
+            gt = first + t
+            for i in range(n_alive):
+                d = alive[i]
+                if halted[d]:
+                    continue
+                leaf = _walk_doc(T, X, a + d, gt, d, used, gstamp, cost, budget[a + d])
+                if leaf < 0:
+                    halted[d] = True
+                    continue
+                acc[d] = acc[d] + T.leaf_value[T.tn_value[leaf]]
+                done[d] += 1
+            t += 1
+        # the documents that finished this checkpoint's trees
+        m = 0
+        for i in range(n_alive):
+            d = alive[i]
+            if not halted[d]:
+                alive[m] = d
+                last_cp[d] = j
+                m += 1
+        n_alive = m
+        if j == J or n_alive <= keep[j]:
+            continue
+        cand = alive[:n_alive].copy()
+        ranked = cand[np.argsort(-acc[cand], kind="mergesort")]   # stable: ties keep position order
+        k = keep[j]
+        kth = np.float64(acc[ranked[k - 1]])
+        for r in range(k, n_alive):
+            d = ranked[r]
+            if rule[j] == QX_CUTOFF or kth - np.float64(acc[d]) >= gap[j]:
+                dropped[a + d] = True
+        m = 0
+        for i in range(n_alive):
+            d = alive[i]
+            if not dropped[a + d]:
+                alive[m] = d
+                m += 1
+        n_alive = m
+    for d in range(n):
+        scores[a + d, 0] = acc[d]
+        cost_out[a + d] = cost[d]
+        stage[a + d] = last_cp[d]
+        trees_out[a + d] = done[d]
+    # the query's ranking: more trees done first (survivors, then later exits), then score, then position
+    by_score = np.argsort(-acc, kind="mergesort")
+    by_trees = by_score[np.argsort(-done[by_score], kind="mergesort")]
+    for r in range(n):
+        order[a + r] = a + by_trees[r]
+
+
+@njit(cache=True, parallel=True)
+def rank_queries(T, after, keep, rule, gap, X, offsets, budget, scores, cost_out, stage, used, trees_out,
+                 dropped, order):
+    """Every query of ``offsets`` (rows of query q: [offsets[q], offsets[q + 1])), in parallel.  Fills scores
+    [N, 1] f32, cost [N] f64, stage [N] i64 (last checkpoint completed; J = all trees; -1 none), used [N, F]
+    (all False on entry), trees [N] i64, dropped [N] (all False on entry) and order [N] i64 (row indices,
+    query by query, best first)."""
+    for q in prange(offsets.shape[0] - 1):
+        a = offsets[q]
+        _query(T, after, keep, rule, gap, X, a, offsets[q + 1] - a, budget, scores, cost_out, stage, used,
+               trees_out, dropped, order)
