@@ -16,6 +16,13 @@ what it means to ``predict``: None (no limit), one number for every row, or
 one per row.  ``budgets="around"`` (the default) runs every row a second
 time with budgets at and around its own cost, the sweep that finds halting
 bugs; ``budgets=None`` runs the rows once, with ``budget``.
+
+A model with a query-level exit (``model.scores_queries``, docs/ranking.md)
+is checked by ``verify_ranking``: the rows are cut into random queries
+(sizes 1 to 1,000, with tied documents forced in), every runtime that can
+``rank`` must give the reference's scores, order, per-document cost, stage,
+features used, trees done and drops bit for bit; a runtime that cannot rank
+is reported with its error (it fails).
 """
 from __future__ import annotations
 
@@ -87,6 +94,7 @@ class BackendReport:
     stage: int = 0
     features_used: int = 0
     fetches: int = 0          # on-demand only: rows whose fetch count != features used
+    order: int = 0            # ranking only: rows whose place in the ranking, trees done or drop differs
     worst_rows: list = field(default_factory=list)
     error: str = ""
     # each worst row's place in the worst-first order (``sort_keys``), so that
@@ -96,7 +104,7 @@ class BackendReport:
     @property
     def mismatches(self) -> int:
         return (self.output + self.scores + self.proba + self.cost + self.stage
-                + self.features_used + self.fetches + (1 if self.error else 0))
+                + self.features_used + self.fetches + self.order + (1 if self.error else 0))
 
     @property
     def ok(self) -> bool:
@@ -109,6 +117,7 @@ class ParityReport:
     rows: int
     budgets: str
     backends: list
+    queries: int = 0          # a ranking check (verify_ranking): the number of queries
 
     @property
     def ok(self) -> bool:
@@ -118,6 +127,8 @@ class ParityReport:
         head = (f"{'backend':<10} {'rows':>6} {'output':>7} {'scores':>7} {'max ulp':>8} {'proba':>6} "
                 f"{'cost':>6} {'stage':>6} {'used':>6} {'fetch':>6}  result")
         lines = [f"parity vs reference: {self.rows} rows, budgets: {self.budgets}", head]
+        if self.queries:
+            lines[0] += f", in {self.queries} queries (ranking: order mismatches below)"
         for b in self.backends:
             if b.error:
                 lines.append(f"{b.backend:<10} {'':>6} error: {b.error}")
@@ -125,6 +136,9 @@ class ParityReport:
             lines.append(f"{b.backend:<10} {b.rows:>6} {b.output:>7} {b.scores:>7} {b.max_ulp:>8} "
                          f"{b.proba:>6} {b.cost:>6} {b.stage:>6} {b.features_used:>6} {b.fetches:>6}  "
                          f"{'OK' if b.ok else 'MISMATCH'}")
+        if self.queries:
+            lines += [f"  {b.backend} ranking: {b.order} rows placed differently (order, trees done or drop)"
+                      for b in self.backends if not b.error]
         for b in self.backends:
             for w in b.worst_rows:
                 lines.append(f"  {b.backend} row {w['row']}: {w['what']}; reference {w['reference']} vs "
@@ -313,6 +327,12 @@ def verify(model, X=None, *, runtimes=None, budget=None, budgets="around", adver
     from .ir.lowering import lower
     from .runtimes.reference import ReferenceRuntime
     _refuse_legacy(legacy, budgets)
+    if model.scores_queries:
+        if budget is not None:
+            raise ValueError("budget: a ranking model is verified with budgets around each document's cost "
+                             "(verify_ranking); pass budgets='around' or None")
+        return verify_ranking(model, X, runtimes=runtimes, budgets=budgets, adversarial=adversarial, seed=seed,
+                              max_rows=max_rows)
     runtimes = DEFAULT_CHECKED if runtimes is None else runtimes
     if isinstance(runtimes, str) or not hasattr(runtimes, "__iter__"):
         runtimes = [runtimes]
@@ -348,3 +368,106 @@ def verify(model, X=None, *, runtimes=None, budget=None, budgets="around", adver
             continue
         reports.append(compare(model, X2, ref, got, name))
     return ParityReport(model_hash=model_hash(model)[:16], rows=len(X2), budgets=label, backends=reports)
+
+
+# ---------------------------------------------------------------- query-level parity (docs/ranking.md)
+
+MAX_QUERY = 1000
+
+
+def random_queries(X, seed=0, *, max_size=MAX_QUERY) -> tuple[np.ndarray, np.ndarray]:
+    """``X``'s rows cut into random queries, as (rows, sizes): sizes 1, 2, 3
+    and ``max_size`` first (as far as the rows go), then random ones, and in
+    about half of the queries copies of one document placed at random
+    positions, so ties at the rank that decides a drop are common (ties go by
+    position, docs/ranking.md).  Every row of X is used at least once."""
+    rng = np.random.default_rng(seed)
+    X = np.ascontiguousarray(X, np.float32)
+    left = rng.permutation(len(X))
+    out, sizes = [], []
+    fixed = [1, 2, 3, max_size]
+    while left.size:
+        n = fixed.pop(0) if fixed else int(min(max_size, rng.geometric(1 / 24)))
+        n = min(n, left.size)
+        q = X[left[:n]].copy()
+        left = left[n:]
+        if n > 1 and rng.random() < 0.5:   # ties: copies of one document among the others
+            k = int(rng.integers(1, max(2, n // 2) + 1))
+            q[rng.choice(n, k, replace=False)] = q[int(rng.integers(n))]
+        out.append(q)
+        sizes.append(n)
+    if not out:
+        return np.zeros((0, X.shape[1]), np.float32), np.zeros(0, np.int64)
+    return np.concatenate(out), np.array(sizes, np.int64)
+
+
+def _compare_ranking(model, X, ref, got, name) -> BackendReport:
+    """``compare`` per document plus each row's place in the order, trees done and drop."""
+    rep = compare(model, X, ref, got, name)
+    N = len(ref.cost)
+    place_ref, place_got = np.empty(N, np.int64), np.full(N, -1, np.int64)
+    place_ref[ref.order] = np.arange(N)
+    got_order = np.asarray(got.order, np.int64)
+    if got_order.shape == (N,) and np.all((got_order >= 0) & (got_order < N)):
+        place_got[got_order] = np.arange(N)
+    bad = (place_ref != place_got) | (np.asarray(got.n_trees) != ref.n_trees) | \
+        (np.asarray(got.dropped) != ref.dropped)
+    rep.order = int(bad.sum())
+    return rep
+
+
+def verify_ranking(model, X=None, group=None, *, runtimes=None, budgets="around", adversarial=True, seed=0,
+                   max_rows=4000) -> ParityReport:
+    """Query-level parity of a model with a query-level exit (module docstring).
+
+    ``X`` with ``group`` (query sizes) is checked as given; otherwise the
+    rows (``X`` and, unless ``adversarial=False``, ``adversarial_rows``) are
+    cut into ``random_queries``.  ``budgets="around"`` runs every query again
+    with per-document budgets at and around each document's own cost.  A
+    runtime is a name (``runtimes.RUNTIMES``) or an object with ``name`` and
+    ``rank(X, group, budget=None)``; one that cannot rank is reported with
+    its error."""
+    from .ir.json_io import model_hash
+    from .runtimes.reference import ReferenceRuntime
+    if budgets not in ("around", None):
+        raise ValueError(f"verify_ranking(budgets={budgets!r}): budgets is 'around' or None")
+    runtimes = DEFAULT_CHECKED if runtimes is None else runtimes
+    if isinstance(runtimes, str) or not hasattr(runtimes, "__iter__"):
+        runtimes = [runtimes]
+    reference = ReferenceRuntime(model)
+    if X is not None:
+        X = as_features(X, model.n_features, model.feature_names)
+    if X is not None and group is not None:
+        rows, sizes = X, np.asarray(group)
+    else:
+        rows = adversarial_rows(model, X, seed=seed, max_rows=max_rows) if adversarial or X is None else X
+        if adversarial and X is not None:
+            rows = np.concatenate([X, rows])
+        rows, sizes = random_queries(rows, seed)
+    runs = [(rows, sizes, None)]
+    label = "none"
+    if budgets == "around":
+        around = budgets_around(reference.rank(rows, sizes).cost, seed)
+        runs.append((rows, sizes, around))
+        label += ", and at/around each document's cost"
+    refs = [reference.rank(x, g, b) for x, g, b in runs]
+    reports = []
+    for rt in runtimes:
+        name = rt if isinstance(rt, str) else getattr(rt, "name", type(rt).__name__)
+        if name == "reference":
+            continue
+        try:
+            if isinstance(rt, str):
+                rt = runtime(rt, model)
+            if not hasattr(rt, "rank"):
+                raise NotImplementedError(f"the {name} runtime cannot rank whole queries")
+            parts = [_compare_ranking(model, x, ref, rt.rank(x, g, b), name)
+                     for (x, g, b), ref in zip(runs, refs, strict=True)]
+        except (NotImplementedError, RuntimeError, ValueError) as e:
+            reports.append(BackendReport(backend=name, rows=len(rows) * len(runs), error=str(e)))
+            continue
+        merged = merge_reports(parts)
+        merged.order = sum(p.order for p in parts)
+        reports.append(merged)
+    return ParityReport(model_hash=model_hash(model)[:16], rows=len(rows) * len(runs), budgets=label,
+                        backends=reports, queries=len(sizes) * len(runs))
