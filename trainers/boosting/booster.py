@@ -26,6 +26,9 @@ from .losses import Loss
 from .predictor import _child, add_leaf_values, predict_binned, predict_raw
 from .split_penalty import CostState
 
+# how a split is scored (GreedyMiserClassifier.split_criterion)
+SPLIT_CRITERIA = ("newton", "least_squares")
+
 
 @dataclass
 class BinnedData:
@@ -89,7 +92,7 @@ def boost(data: BinnedData, loss: Loss, target, n_rounds, *, weight=None, costs=
           cost_tradeoff=0.0, refund="tree", init_scores=None, allowed_features=None,
           learning_rate=0.1, max_depth=4, min_samples_leaf=20, l2_regularization=0.0,
           leaf_values="newton", subsample=1.0, rng=None, eval_set=None, n_iter_no_change=None,
-          progress=None) -> BoostResult:
+          split_criterion="newton", progress=None) -> BoostResult:
     """Grow ``n_rounds`` rounds of regression trees on the gradients of ``loss``.
 
     Parameters
@@ -128,6 +131,10 @@ def boost(data: BinnedData, loss: Loss, target, n_rounds, *, weight=None, costs=
         validation loss is recorded after every round.
     n_iter_no_change : int, optional
         With an eval set, stop after this many rounds without a new best.
+    split_criterion : {"newton", "least_squares"}, default "newton"
+        As in ``GreedyMiserClassifier``: "least_squares" grows each tree on
+        the sample weights in place of the hessians (Eq. 2.5's fit of the
+        negative gradient).
     progress : str, optional
         A progress-bar label (no bar when None or fewer than 50 rounds).
 
@@ -135,6 +142,9 @@ def boost(data: BinnedData, loss: Loss, target, n_rounds, *, weight=None, costs=
     -------
     BoostResult
     """
+    if split_criterion not in SPLIT_CRITERIA:
+        raise ValueError(f"split_criterion must be one of {SPLIT_CRITERIA}, got {split_criterion!r}")
+    least_squares = split_criterion == "least_squares"
     N = data.n_rows
     F = data.binned.shape[0]
     K = loss.n_outputs
@@ -179,7 +189,10 @@ def boost(data: BinnedData, loss: Loss, target, n_rounds, *, weight=None, costs=
         for k in range(K):
             loss.gradients(target, raw, k, g, h)
             g *= w
-            h *= w
+            if least_squares:   # Eq. (2.5): fit -g by weighted least squares, whatever the loss
+                h[:] = w
+            else:
+                h *= w
             tree = grow(data.binned, data.n_bins, rows, g, h, max_depth=max_depth,
                         min_samples_leaf=min_samples_leaf, l2=l2_regularization,
                         penalty=penalty, active=active, on_split=on_split, workspace=workspace)

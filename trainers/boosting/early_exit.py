@@ -52,7 +52,7 @@ class EarlyExitClassifier(GreedyMiserClassifier):
                  feature_groups=None, group_costs=None, feature_names=None, group_names=None,
                  tree_eval_cost=0.0, max_feature_cost=None, early_stopping=False,
                  validation_fraction=0.1, n_iter_no_change=10, random_state=None, verbose=1,
-                 exit_every=10, threshold=2.0, exit_side="both"):
+                 split_criterion="newton", exit_every=10, threshold=2.0, exit_side="both"):
         super().__init__(
             loss=loss, n_estimators=n_estimators, learning_rate=learning_rate, max_depth=max_depth,
             min_samples_leaf=min_samples_leaf, l2_regularization=l2_regularization,
@@ -62,7 +62,7 @@ class EarlyExitClassifier(GreedyMiserClassifier):
             group_names=group_names, tree_eval_cost=tree_eval_cost,
             max_feature_cost=max_feature_cost, early_stopping=early_stopping,
             validation_fraction=validation_fraction, n_iter_no_change=n_iter_no_change,
-            random_state=random_state, verbose=verbose)
+            random_state=random_state, verbose=verbose, split_criterion=split_criterion)
         self.exit_every = exit_every
         self.threshold = threshold
         self.exit_side = exit_side

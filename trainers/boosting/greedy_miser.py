@@ -17,6 +17,17 @@ Refund timing (``refund``):
 * "immediate": a feature is free as soon as any split uses it (the exact
   marginal of Eq. 2.5 within a tree, and LightGBM's CEGB behaviour).
 
+What the first term of Eq. (2.5) measures (``split_criterion``):
+* "newton" (default): the second-order gain G_L^2/(H_L + l2) + G_R^2/(H_R +
+  l2) - G^2/(H + l2) with the loss's hessians, as XGBoost and LightGBM score
+  splits; for the squared loss (hessian 1) it *is* Eq. (2.5).
+* "least_squares": Eq. (2.5) for every loss: the tree is the least-squares
+  fit of the negative gradient s_i = -dL/dF(x_i), so the hessian is replaced
+  by the sample weight and the bracket is the decrease of
+  1/2 sum_i w_i (s_i - h_t(x_i))^2; its leaves are that fit, the (weighted)
+  mean negative gradient.  lambda then trades cost against squared residual
+  rather than loss, so the same ``cost_tradeoff`` buys a different trade-off.
+
 Leaves are Newton steps -G/(H + l2) (``leaf_values="newton"``) or the mean
 negative gradient -G/N as in the seeds (``"mean"``); both are multiplied by
 ``learning_rate`` (the step size eta; the thesis uses 0.1).
@@ -31,7 +42,7 @@ import numpy as np
 from ... import ir
 from ..base import CostSensitiveClassifier, CostSensitiveRegressor
 from ..common import holdout_rows
-from .booster import BinnedData, boost, rounds_to_bank
+from .booster import SPLIT_CRITERIA, BinnedData, boost, rounds_to_bank
 from .losses import make_loss
 from .predictor import predict_raw
 
@@ -56,6 +67,11 @@ class _GreedyMiserMixin:
         Added to the hessian sum of Newton leaves.
     leaf_values : {"newton", "mean"}, default "newton"
         -G/(H + l2), or the seeds' mean negative gradient -G/N.
+    split_criterion : {"newton", "least_squares"}, default "newton"
+        How a split's loss reduction (the first term of Eq. 2.5) is scored:
+        the second-order gain with the loss's hessians, or the paper's
+        least-squares fit of the negative gradient (see the module
+        docstring; the same for the squared loss).
     subsample : float, default 1
         Fraction of rows drawn (without replacement) per round.
     max_bins : int, default 255
@@ -103,7 +119,7 @@ class _GreedyMiserMixin:
                  feature_groups=None, group_costs=None, feature_names=None, group_names=None,
                  tree_eval_cost=0.0,
                  max_feature_cost=None, early_stopping=False, validation_fraction=0.1,
-                 n_iter_no_change=10, random_state=None, verbose=1):
+                 n_iter_no_change=10, random_state=None, verbose=1, split_criterion="newton"):
         self.loss = loss
         self.n_estimators = n_estimators
         self.learning_rate = learning_rate
@@ -127,6 +143,7 @@ class _GreedyMiserMixin:
         self.n_iter_no_change = n_iter_no_change
         self.random_state = random_state
         self.verbose = verbose
+        self.split_criterion = split_criterion
 
     # ------------------------------------------------------------ checks
     def _check_params(self):
@@ -146,6 +163,8 @@ class _GreedyMiserMixin:
             raise ValueError(f"refund must be 'tree' or 'immediate', got {self.refund!r}")
         if self.leaf_values not in ("newton", "mean"):
             raise ValueError(f"leaf_values must be 'newton' or 'mean', got {self.leaf_values!r}")
+        if self.split_criterion not in SPLIT_CRITERIA:
+            raise ValueError(f"split_criterion must be one of {SPLIT_CRITERIA}, got {self.split_criterion!r}")
 
     # ------------------------------------------------------------ fit
     def fit(self, X, y, sample_weight=None, eval_set=None):
@@ -197,7 +216,7 @@ class _GreedyMiserMixin:
                        max_depth=self.max_depth, min_samples_leaf=self.min_samples_leaf,
                        l2_regularization=self.l2_regularization, leaf_values=self.leaf_values,
                        subsample=self.subsample, rng=rng, eval_set=validation,
-                       n_iter_no_change=self.n_iter_no_change,
+                       n_iter_no_change=self.n_iter_no_change, split_criterion=self.split_criterion,
                        progress=type(self).__name__ if self.verbose else None)
         self._costs = costs
         self.base_score_ = base.astype(np.float32)

@@ -60,6 +60,48 @@ def test_root_split_is_the_exhaustive_best_for_squared_loss():
     assert np.isclose(bank.value[bank.left[0], 0], r[left].mean(), rtol=1e-5)
 
 
+def _best_ls_split(X, r):
+    """Brute force: the feature and data value whose split leaves the least
+    squared residual of ``r`` about the two sides' means (Eq. 2.5's fit)."""
+    best = (np.inf, None, None)
+    for j in range(X.shape[1]):
+        for v in np.unique(X[:, j])[:-1]:
+            left = X[:, j] <= v
+            sse = ((r[left] - r[left].mean()) ** 2).sum() + ((r[~left] - r[~left].mean()) ** 2).sum()
+            if sse < best[0] - 1e-9:
+                best = (sse, j, v)
+    return best[1], np.float32(best[2])
+
+
+def test_least_squares_criterion_fits_the_negative_gradient_for_logistic_loss():
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(250, 4)).astype(np.float32)
+    y = (X[:, 0] + 0.8 * X[:, 2] ** 2 + 0.5 * rng.normal(size=250) > 0.6).astype(int)
+    kw = dict(n_estimators=2, max_depth=1, min_samples_leaf=1, verbose=0, learning_rate=1.0)
+    ls = GreedyMiserClassifier(split_criterion="least_squares", **kw).fit(X, y)
+    newton = GreedyMiserClassifier(**kw).fit(X, y)
+    # tree 2 sees unequal hessians p(1 - p): there the two criteria part
+    F1 = next(ls.staged_decision_function(X)).astype(np.float64)
+    r = y - 1 / (1 + np.exp(-F1))          # the negative gradient of the log-loss
+    t2 = ls.trees_[1][0]
+    assert (int(t2["feature"][0]), np.float32(t2["threshold"][0])) == _best_ls_split(X, r)
+    left = X[:, int(t2["feature"][0])] <= t2["threshold"][0]
+    # leaves: the mean negative gradient on each side (float32 leaf, 1e-5 relative)
+    assert np.isclose(t2["value"][int(t2["left"][0])], r[left].mean(), rtol=1e-5)
+    n2 = newton.trees_[1][0]
+    assert (int(n2["feature"][0]), float(n2["threshold"][0])) != (int(t2["feature"][0]), float(t2["threshold"][0]))
+
+
+def test_least_squares_criterion_is_the_newton_one_for_squared_loss():
+    ds = datasets.make_quadrant(600, seed=1)
+    kw = dict(n_estimators=15, cost_tradeoff=1e-3, feature_costs=ds.feature_costs, random_state=0, verbose=0)
+    a = GreedyMiserRegressor(**kw).fit(ds.X, ds.y).to_ir()
+    b = GreedyMiserRegressor(split_criterion="least_squares", **kw).fit(ds.X, ds.y).to_ir()
+    assert [n.to_dict() for n in a.nodes] == [n.to_dict() for n in b.nodes]
+    with pytest.raises(ValueError, match="split_criterion"):
+        GreedyMiserRegressor(split_criterion="gini", **kw).fit(ds.X, ds.y)
+
+
 def test_estimator_predictions_equal_its_ir_everywhere(tmp_path):
     ds = datasets.load_breast_cancer()
     m = fit_cls(ds, cost_tradeoff=1e-4, feature_groups=ds.feature_groups, group_costs=ds.group_costs,
