@@ -29,7 +29,13 @@ import numpy as np
 from skinflint import datasets
 from skinflint.metrics import ndcg, precision_at_k
 from skinflint.runtimes.reference import predict
-from skinflint.trainers.boosting.ranker import GreedyMiserRanker, proximity_exit
+from skinflint.trainers.boosting.ranker import (
+    GreedyMiserRanker,
+    kth_best_reference,
+    per_row_exit,
+    proximity_exit,
+    rank_queries,
+)
 from skinflint.trainers.registry import TRAINERS
 
 SIZES = {  # queries, features, rounds
@@ -38,7 +44,7 @@ SIZES = {  # queries, features, rounds
     "yahoo": (19944, 519, 1000),
 }
 GM_GRID = (5e-6, 1e-5, 2e-5, 3e-5, 5e-5, 1e-4, 3e-4)   # lambda per row, in Yahoo cost units (mean cost ~36)
-EE_GRID = (0.0, 0.25, 0.5, 1.0, 2.0, 4.0)
+EE_GRID = (0.0, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0)
 CEGB_GRID = (1e-5, 3e-5, 1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 0.1, 0.3)
 
 
@@ -85,13 +91,56 @@ def run_rankers(tr, va, te, costs, tree, rows, only):
             rows.append(measured(name, f"GBRT {tag}" if lam == 0 else f"Greedy Miser {tag}", m.model_, te,
                                  time.perf_counter() - t0, trees=m.n_estimators_))
             if lam == 0 and objective == "lambdarank" and "early-exit" in only:
-                # Early Exit: training unchanged (this GBRT), the per-query rule over its exported model
-                for thr in EE_GRID:
-                    r = proximity_exit(m.model_, te.X, te.qid, thr, exit_every=10)
-                    rows.append(dict(method=f"Early Exit (s={thr:g})", family="Early Exit",
-                                     ndcg5=ndcg(te.y, r.scores, te.qid, order=r.order),
-                                     p5=precision_at_k(te.y, r.scores, te.qid, 5, threshold=3, order=r.order),
-                                     cost=float(r.cost.mean()), fit_time=np.nan, trees=float(r.n_trees.mean())))
+                run_exit_rules(m, tr, va, te, rows)
+
+
+def _exit_row(method, family, r, te, thr, val):
+    return dict(method=method, family=family, ndcg5=ndcg(te.y, r.scores, te.qid, order=r.order),
+                p5=precision_at_k(te.y, r.scores, te.qid, 5, threshold=3, order=r.order),
+                cost=float(r.cost.mean()), fit_time=np.nan, trees=float(r.n_trees.mean()), s=thr, val_ndcg5=val)
+
+
+def run_exit_rules(m, tr, va, te, rows):
+    """Early Exit over this GBRT (training unchanged), every 10 trees, s swept: the per-query proximity rule
+    (the IR's query_exit, on the reference runtime's rank) and the per-row rule (a cascade against the training
+    queries' mean 5th best); each s also scored on the validation queries (where s would be chosen)."""
+    reference = kth_best_reference(m.model_, tr.X, tr.qid, 5)
+    for thr in EE_GRID:
+        rq = proximity_exit(m.model_, te.X, te.qid, thr, exit_every=10)
+        vq = proximity_exit(m.model_, va.X, va.qid, thr, exit_every=10)
+        rows.append(_exit_row(f"Early Exit per query (s={thr:g})", "Early Exit (per query)", rq, te, thr,
+                              ndcg(va.y, vq.scores, va.qid, order=vq.order)))
+        row_model = per_row_exit(m.model_, reference, thr, exit_every=10)
+        rr, vr = rank_queries(row_model, te.X, te.qid), rank_queries(row_model, va.X, va.qid)
+        rows.append(_exit_row(f"Early Exit per row (s={thr:g})", "Early Exit (per row)", rr, te, thr,
+                              ndcg(va.y, vr.scores, va.qid, order=vr.order)))
+
+
+def exit_summary(rows):
+    """What the per-query rule buys over the per-row rule: for each per-query point, the cheapest per-row point
+    with at least its test NDCG@5 (cost ratio), and the s each rule would take: the cheapest within 0.01 of the
+    rule's best validation NDCG@5 over the grid."""
+    q = [r for r in rows if r["family"] == "Early Exit (per query)"]
+    w = [r for r in rows if r["family"] == "Early Exit (per row)"]
+    if not q or not w:
+        return ""
+    lines = ["per-query vs per-row exit rule (test NDCG@5, cost per document):"]
+    for r in q:
+        match = [x for x in w if x["ndcg5"] >= r["ndcg5"]]
+        if match:
+            b = min(match, key=lambda x: x["cost"])
+            lines.append(f"  per query s={r['s']:g}: NDCG@5 {r['ndcg5']:.4f} at {r['cost']:.1f}; cheapest per-row "
+                         f"point as good: s={b['s']:g}, {b['ndcg5']:.4f} at {b['cost']:.1f}; cost ratio per query / "
+                         f"per row = {r['cost'] / b['cost']:.3f}")
+        else:
+            lines.append(f"  per query s={r['s']:g}: NDCG@5 {r['ndcg5']:.4f} at {r['cost']:.1f}; no per-row point "
+                         "is as good")
+    for fam, pts in (("per query", q), ("per row", w)):
+        top = max(x["val_ndcg5"] for x in pts)
+        pick = min((x for x in pts if x["val_ndcg5"] >= top - 0.01), key=lambda x: x["cost"])
+        lines.append(f"  chosen on validation ({fam}): s={pick['s']:g}, validation NDCG@5 {pick['val_ndcg5']:.4f}, "
+                     f"test NDCG@5 {pick['ndcg5']:.4f} at {pick['cost']:.1f} per document")
+    return "\n".join(lines)
 
 
 def run_papers_baselines(tr, va, te, costs, tree, rows, only):
@@ -265,6 +314,8 @@ def main(argv=None):
     print(table(rows))
     if any(r["method"] == "GBRT LambdaMART" for r in rows):
         print(headline(rows))
+    if "early-exit" in only:
+        print(exit_summary(rows))
     if "timing" in only or "lightgbm" in only:
         t = timing(tr, costs, tree, threads)
         gm, lg = t["Greedy Miser LambdaMART"], t["LightGBM lambdarank"]

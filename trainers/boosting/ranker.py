@@ -8,10 +8,10 @@ NDCG@5"), read from the exported IR's tree-prefix sums, which are the reference 
 
 Early Exit: training is unchanged; at prediction, after every ``exit_every`` trees (checkpoint after tree i of T),
 each query drops every document whose score is at least ``gap(i) = s (T - i) / (T - 1)`` below the query's
-current ``top_k``-th best score among the documents still in (``proximity_exit``).  The rule compares documents
-of one query, so it cannot be a per-row IR node (docs/ranking.md); here it runs over the exported model on the
-reference runtime: a dropped document's score and lazy cost are the reference runtime's for the first i trees,
-a survivor's are the full model's.
+current ``top_k``-th best score among the documents still in.  The rule compares documents of one query: in the
+IR it is a ``query_exit`` node (``with_proximity_exit``, docs/ir.md), run by the reference runtime's ``rank``
+(``rank_queries``); a dropped document's score and lazy cost are those of the trees it ran.  ``per_row_exit``
+is the per-row stand-in it is measured against (docs/ranking.md).
 """
 from __future__ import annotations
 
@@ -86,49 +86,11 @@ def prefix_model(model: ir.Model, n_trees: int) -> ir.Model:
                     metadata=dict(model.metadata, n_iterations=n_trees))
 
 
-# ---------------------------------------------------------------- Early Exit's proximity rule
-
-@njit(cache=True, parallel=True)
-def _proximity_kernel(H, base, offsets, ends, gaps, k, exit_trees, final):
-    """Per query (rows contiguous): add trees in float32 up to each checkpoint ``ends[c]``, then drop every
-    document outside the current top k (score descending, ties by position) whose score is at least
-    ``gaps[c]`` below the k-th best (difference in float64, exact for float32 scores).  Writes the number of
-    trees each document ran (``exit_trees``) and its score then (``final``)."""
-    T = H.shape[1]
-    for q in prange(offsets.shape[0] - 1):
-        a, b = offsets[q], offsets[q + 1]
-        n = b - a
-        acc = np.full(n, base, np.float32)
-        active = np.ones(n, np.bool_)
-        done = 0
-        for c in range(ends.shape[0]):
-            e = ends[c]
-            for d in range(n):
-                if active[d]:
-                    for t in range(done, e):
-                        acc[d] = acc[d] + H[a + d, t]
-            done = e
-            if e == T:
-                break
-            idx = np.flatnonzero(active)
-            if idx.shape[0] <= k:
-                continue
-            ranked = idx[np.argsort(-acc[idx], kind="mergesort")]
-            kth = np.float64(acc[ranked[k - 1]])
-            for r in range(k, ranked.shape[0]):
-                d = ranked[r]
-                if kth - np.float64(acc[d]) >= gaps[c]:
-                    active[d] = False
-                    exit_trees[a + d] = e
-        for d in range(n):
-            final[a + d] = acc[d]
-            if active[d]:
-                exit_trees[a + d] = T
-
+# ---------------------------------------------------------------- Early Exit: per-query and per-row rules
 
 @dataclass
 class ExitRanking:
-    """What the per-query Early Exit rule gives each document, in the rows' original order.
+    """What an exit rule gives each document, in the rows' original order.
 
     scores : float32 [N], the reference runtime's score after the trees the document ran;
     n_trees : int64 [N], trees run (T for a survivor);
@@ -136,7 +98,7 @@ class ExitRanking:
     stage : int64 [N], the checkpoint that dropped it (index into ``checkpoints``; survivors: the last);
     order : int64 [N], the ranking: query by query, survivors first by score, then dropped documents by later
         exit first, then score, ties by position (``skinflint.metrics``' ``order=`` form);
-    checkpoints : int64, the number of trees at each checkpoint.
+    checkpoints : int64, the number of trees at each checkpoint (the last is T).
     """
 
     scores: np.ndarray
@@ -152,48 +114,144 @@ def checkpoints(n_trees: int, exit_every: int) -> np.ndarray:
     return np.array(list(range(exit_every, n_trees, exit_every)) + [n_trees], np.int64)
 
 
-def proximity_exit(model: ir.Model, X, group, threshold, *, exit_every=10, top_k=5) -> ExitRanking:
-    """Early Exit's per-query proximity rule (Cambazoglu et al. 2010) over ``model``'s tree bank.
-
-    After checkpoint i (every ``exit_every`` trees), a document of a query leaves when its score is at least
-    ``threshold * (T - i) / (T - 1)`` below the query's ``top_k``-th best score among the documents still in;
-    the top ``top_k`` never leave.  Scores and costs come from the reference runtime (module docstring).
-    """
-    from ...runtimes.reference import ReferenceRuntime
-    if not threshold >= 0:
-        raise ValueError(f"threshold (s) must be >= 0, got {threshold!r}")
+def _check_exit_params(threshold, exit_every, top_k):
+    if not (isinstance(threshold, (int, float, np.integer, np.floating)) and np.isfinite(threshold)
+            and threshold >= 0):
+        raise ValueError(f"threshold (s) must be a finite number >= 0, got {threshold!r}")
     if not (isinstance(exit_every, (int, np.integer)) and exit_every >= 1):
         raise ValueError(f"exit_every must be a positive integer, got {exit_every!r}")
     if not (isinstance(top_k, (int, np.integer)) and top_k >= 1):
         raise ValueError(f"top_k must be a positive integer, got {top_k!r}")
+
+
+def with_proximity_exit(model: ir.Model, threshold, *, exit_every=10, top_k=5) -> ir.Model:
+    """``model`` (one float32 tree bank) with Early Exit's per-query proximity rule in the IR: a ``query_exit``
+    after every ``exit_every`` trees, keep ``top_k``, gap ``s (T - i)/(T - 1)`` (``ir.proximity_gaps``).  A bank
+    of at most ``exit_every`` trees has no checkpoint and is returned as it is."""
+    _check_exit_params(threshold, exit_every, top_k)
     bank = output_bank(model)
+    T = bank.n_trees
+    after = ir.every(int(exit_every), T)
+    if not after:
+        return model
+    q = ir.query_exit(model.output, after, keep=int(top_k), gap=ir.proximity_gaps(threshold, after, T),
+                      name="early exit (per query)")
+    meta = dict(model.metadata, exit_rule="query", threshold=float(threshold), exit_every=int(exit_every),
+                top_k=int(top_k))
+    return ir.model(model.features, list(model.nodes) + [q], len(model.nodes), task=model.task,
+                    groups=model.groups, metadata=meta)
+
+
+def rank_queries(model: ir.Model, X, group, budget=None) -> ExitRanking:
+    """Rank the queries of (X, ``group``: per-row query ids or group sizes, ``skinflint.metrics.query_groups``)
+    with ``model`` on the reference runtime, results in the caller's row order.  A model with a query-level
+    exit runs its rule (``rank``); any other model scores rows independently (``predict``: every document is a
+    survivor of one checkpoint; a cascade's stage gives its exit)."""
+    from ...runtimes.reference import ReferenceRuntime
     X = np.ascontiguousarray(X, np.float32)
-    N, T = X.shape[0], bank.n_trees
+    N = X.shape[0]
     qg = group if isinstance(group, QueryGroups) else query_groups(group, N)
     Xq = qg.take(X)
-    ends = checkpoints(int(T), int(exit_every))
-    gaps = threshold * (T - ends) / max(T - 1, 1)
-    exit_trees = np.empty(N, np.int64)
-    final = np.empty(N, np.float32)
+    bq = None if budget is None or np.ndim(budget) == 0 else qg.take(np.asarray(budget, np.float64))
+    rt = ReferenceRuntime(model)
+    if model.scores_queries:
+        r = rt.rank(Xq, qg.sizes, budget if bq is None else bq)
+        q = model.nodes[model.output]
+        ends = np.r_[q.after, model.nodes[q.scorer].n_trees].astype(np.int64)
+        scores, trees, cost, stage, ranked = r.scores[:, 0], r.n_trees, r.cost, r.stage, r.order
+    else:
+        p = rt.predict(Xq, budget if bq is None else bq)
+        scores, cost = p.scores[:, 0], p.cost
+        ends = _stage_ends(model)
+        if isinstance(model.nodes[model.output], ir.CascadeNode):
+            stage = p.stage                                   # the last stage completed, -1 for none
+            trees = np.where(stage >= 0, ends[np.maximum(stage, 0)], 0)
+        else:                                                 # a bank: stage is the last tree completed
+            trees = p.stage + 1
+            stage = np.where(trees == ends[0], 0, -1)
+        qrow = np.repeat(np.arange(qg.n_queries), qg.sizes)
+        # lexsort: the last key sorts first: query, then more trees first, then score, then position
+        ranked = np.lexsort((np.arange(N), -scores.astype(np.float64), -trees, qrow))
+    order = ranked if qg.order is None else qg.order[ranked]
+    scores, trees, cost, stage = (_in_row_order(a, qg.order) for a in (scores, trees, cost, stage))
+    return ExitRanking(scores, trees.astype(np.int64), cost, stage.astype(np.int64), order, ends)
+
+
+def _stage_ends(model: ir.Model) -> np.ndarray:
+    """Trees done at each stage of a per-row model: a cascade's stages (each the first c trees of one bank, as
+    ``per_row_exit`` writes them), or one stage of all the bank's trees."""
+    out = model.nodes[model.output]
+    if isinstance(out, ir.CascadeNode):
+        return np.array([model.nodes[int(s)].n_inputs if isinstance(model.nodes[int(s)], ir.LinearNode)
+                         else model.nodes[int(s)].n_trees for s in out.scorer], np.int64)
+    return np.array([output_bank(model).n_trees], np.int64)
+
+
+def proximity_exit(model: ir.Model, X, group, threshold, *, exit_every=10, top_k=5, budget=None) -> ExitRanking:
+    """Early Exit's per-query proximity rule (Cambazoglu et al. 2010) over ``model``'s tree bank.
+
+    After checkpoint i (every ``exit_every`` trees), a document of a query leaves when its score is at least
+    ``threshold * (T - i) / (T - 1)`` below the query's ``top_k``-th best score among the documents still in;
+    the top ``top_k`` never leave.  The rule is the IR's query-level exit (``with_proximity_exit``) run by the
+    reference runtime (``rank_queries``).
+    """
+    return rank_queries(with_proximity_exit(model, threshold, exit_every=exit_every, top_k=top_k), X, group,
+                        budget)
+
+
+@njit(cache=True, parallel=True)
+def _kth_best_sums(S, offsets, k, out):
+    """out[t] += the k-th best score after t + 1 trees of every query (its worst when it has fewer than k
+    documents), summed in float64 over queries in order (per column, so the sum is deterministic)."""
+    T = S.shape[1]
+    for t in prange(T):
+        total = 0.0
+        for q in range(offsets.shape[0] - 1):
+            a, b = offsets[q], offsets[q + 1]
+            col = np.sort(S[a:b, t])
+            total += np.float64(col[max(b - a - k, 0)])
+        out[t] += total
+
+
+def kth_best_reference(model: ir.Model, X, group, top_k=5) -> np.ndarray:
+    """float64 [T]: the mean over the queries of (X, ``group``) of their ``top_k``-th best score after 1, 2, ...,
+    T trees (the reference runtime's prefix sums): the per-row rule's stand-in for the query's live k-th best."""
+    bank = output_bank(model)
+    qg = group if isinstance(group, QueryGroups) else query_groups(group, len(X))
+    Xq = qg.take(np.ascontiguousarray(X, np.float32))
+    T = bank.n_trees
+    sums = np.zeros(T)
     for a, b in _row_blocks(qg.offsets, T):
         off = qg.offsets[(qg.offsets >= a) & (qg.offsets <= b)] - a
-        _proximity_kernel(tree_outputs(bank, Xq[a:b]), np.float32(bank.base_score[0]), off, ends, gaps,
-                          int(top_k), exit_trees[a:b], final[a:b])
-    scores = np.empty(N, np.float32)
-    cost = np.empty(N)
-    for e in np.unique(exit_trees):           # each document runs once, on the prefix it exits after
-        rows = np.flatnonzero(exit_trees == e)
-        p = ReferenceRuntime(prefix_model(model, int(e))).predict(Xq[rows])
-        scores[rows], cost[rows] = p.scores[:, 0], p.cost
-    if not np.array_equal(scores.view(np.uint32), final.view(np.uint32)):
-        raise AssertionError("proximity_exit: the rule's prefix sums differ from the reference runtime's")
-    stage = np.searchsorted(ends, exit_trees)
-    qrow = np.repeat(np.arange(qg.n_queries), qg.sizes)
-    # lexsort: the last key sorts first: query, then later exit first, then score, then position
-    ranked = np.lexsort((np.arange(N), -scores.astype(np.float64), -exit_trees, qrow))
-    order = ranked if qg.order is None else qg.order[ranked]
-    scores, exit_trees, cost, stage = (_in_row_order(a, qg.order) for a in (scores, exit_trees, cost, stage))
-    return ExitRanking(scores, exit_trees, cost, stage, order, ends)
+        S = np.ascontiguousarray(staged_scores(model, Xq[a:b]))
+        _kth_best_sums(S, off, int(top_k), sums)
+    return sums / qg.n_queries
+
+
+def per_row_exit(model: ir.Model, reference, threshold, *, exit_every=10) -> ir.Model:
+    """``model`` (one float32 tree bank) as a per-row cascade: stage j reads the first ``c_j`` trees (every
+    ``exit_every``, then all), and a document leaves after stage j when its score is at most
+    ``reference[c_j - 1] - s (T - c_j)/(T - 1)`` (``reference``: ``kth_best_reference``, the training queries'
+    mean k-th best after each tree).  Every backend runs it row by row; it is the margin rule the per-query rule
+    is measured against (docs/ranking.md)."""
+    _check_exit_params(threshold, exit_every, 1)
+    bank = output_bank(model)
+    T = bank.n_trees
+    after = ir.every(int(exit_every), T)
+    if not after:
+        return model
+    gaps = ir.proximity_gaps(threshold, after, T)
+    nodes = [bank]
+    stages = []
+    for c, g in zip(after, gaps, strict=True):
+        nodes.append(ir.linear([ir.tree_input(0, t) for t in range(c)], np.ones(c), bias=float(bank.base_score[0]),
+                               name=f"first {c} trees"))
+        theta = float(np.float32(np.float64(reference[c - 1]) - g))
+        stages.append((len(nodes) - 1, "le", theta))
+    stages.append((0, "none", 0.0))
+    nodes.append(ir.cascade(stages, name="early exit (per row)"))
+    meta = dict(model.metadata, exit_rule="row", threshold=float(threshold), exit_every=int(exit_every))
+    return ir.model(model.features, nodes, len(nodes) - 1, task=model.task, groups=model.groups, metadata=meta)
 
 
 def _offsets(sizes):
@@ -270,6 +328,11 @@ class GreedyMiserRanker(_OneRealOutput, _GreedyMiserMixin, CostSensitiveRegresso
             v = getattr(self, name)
             if not (isinstance(v, (int, np.integer)) and v >= 1):
                 raise ValueError(f"{name} must be a positive integer, got {v!r}")
+
+    def _bank_ir(self, n_iterations=None) -> ir.Model:
+        """The boosted tree bank itself (every document runs all its trees): ``model_``, and what the number
+        of trees is chosen on."""
+        return _GreedyMiserMixin.to_ir(self, n_iterations)
 
     def _grouped(self, X, y, group, *, checked):
         """(X, relevance labels, QueryGroups) with each query's rows contiguous; X is validated unless
@@ -353,12 +416,12 @@ class GreedyMiserRanker(_OneRealOutput, _GreedyMiserMixin, CostSensitiveRegresso
         self.trees_ = result.rounds
         self.validation_ndcg_ = None
         if validation is not None:   # choose the trees on the exported model's scores (thesis §2.1.4)
-            self.validation_ndcg_ = prefix_metric(self.to_ir(), val[0], val[1], vt.groups(), self.eval_at)
+            self.validation_ndcg_ = prefix_metric(self._bank_ir(), val[0], val[1], vt.groups(), self.eval_at)
             self.trees_ = self.trees_[:int(np.argmax(self.validation_ndcg_)) + 1]
         self.n_estimators_ = len(self.trees_)
         tot = result.importances.sum()
         self.feature_importances_ = result.importances / tot if tot > 0 else result.importances
-        return self._set_model(self.to_ir())
+        return self._set_model(self._bank_ir())
 
     def score(self, X, y, group=None, sample_weight=None):
         """NDCG@``eval_at`` (thesis Eq. 2.20) of the model's ranking of each query, averaged over queries
@@ -370,11 +433,16 @@ class GreedyMiserRanker(_OneRealOutput, _GreedyMiserMixin, CostSensitiveRegresso
 
 class EarlyExitRanker(GreedyMiserRanker):
     """Early Exit for ranking (Cambazoglu et al. 2010; thesis §2.1.4, §3.7.2): a (LambdaMART) GBRT trained
-    as usual whose prediction drops a query's hopeless documents early (``proximity_exit``).
+    as usual whose prediction drops a query's hopeless documents early.
 
-    ``predict`` and ``cost`` are the full model's per row (what any per-row backend runs); ``rank`` applies the
-    per-query rule and gives each document's score, cost and exit; ``score`` is the NDCG@``eval_at`` of that
-    ranking; ``exit_curve`` sweeps s.
+    ``exit_rule="query"`` (the papers' rule): after every ``exit_every`` trees a document leaves when its score
+    is at least ``s (T - i)/(T - 1)`` below its query's current ``top_k``-th best (a ``query_exit`` in the IR,
+    run by the reference runtime's ``rank``).  ``exit_rule="row"``: the same schedule against a fixed
+    reference instead of the query's live k-th best, the training queries' mean ``top_k``-th best after those
+    trees (``kth_best_reference``), so each document decides alone (a ``cascade`` every backend runs row by
+    row).  ``to_ir()`` is the model with its exit rule; ``model_``, ``predict`` and ``cost`` are the full tree
+    bank's per row; ``rank`` applies the rule and gives each document's score, cost and exit; ``score`` is the
+    NDCG@``eval_at`` of that ranking; ``exit_curve`` sweeps s.
     """
 
     __doc__ += _RANKER_DOC + """
@@ -382,9 +450,12 @@ class EarlyExitRanker(GreedyMiserRanker):
         Trees between checkpoints.
     threshold : float, default 1.0
         s: at checkpoint i of T trees a document leaves when at least s (T - i) / (T - 1) below its query's
-        ``top_k``-th best.  Larger s: fewer exits, higher cost.
+        ``top_k``-th best (``exit_rule="row"``: below the training queries' mean ``top_k``-th best).  Larger
+        s: fewer exits, higher cost.
     top_k : int, default 5
         The rank the proximity is measured from (NDCG@5's depth).
+    exit_rule : {"query", "row"}, default "query"
+        The per-query proximity rule (the papers') or its per-row stand-in (docs/ranking.md).
 """
 
     def __init__(self, *, objective="lambdarank", n_estimators=100, learning_rate=0.1, max_depth=4,
@@ -393,7 +464,7 @@ class EarlyExitRanker(GreedyMiserRanker):
                  feature_groups=None, group_costs=None, feature_names=None, group_names=None,
                  tree_eval_cost=0.0, max_feature_cost=None, early_stopping=False, validation_fraction=0.1,
                  n_iter_no_change=10, random_state=None, verbose=1, sigma=1.0, truncation_level=30, eval_at=5,
-                 exit_every=10, threshold=1.0, top_k=5):
+                 exit_every=10, threshold=1.0, top_k=5, exit_rule="query"):
         super().__init__(
             objective=objective, n_estimators=n_estimators, learning_rate=learning_rate, max_depth=max_depth,
             min_samples_leaf=min_samples_leaf, l2_regularization=l2_regularization, leaf_values=leaf_values,
@@ -407,12 +478,40 @@ class EarlyExitRanker(GreedyMiserRanker):
         self.exit_every = exit_every
         self.threshold = threshold
         self.top_k = top_k
+        self.exit_rule = exit_rule
 
-    def rank(self, X, group=None, threshold=None) -> ExitRanking:
-        """The per-query exit rule over the fitted model (``proximity_exit``); ``threshold`` overrides s."""
+    def _check_params(self):
+        super()._check_params()
+        _check_exit_params(self.threshold, self.exit_every, self.top_k)
+        if self.exit_rule not in ("query", "row"):
+            raise ValueError(f"exit_rule must be 'query' or 'row', got {self.exit_rule!r}")
+
+    def fit(self, X, y, group=None, sample_weight=None, eval_set=None):
+        """As ``GreedyMiserRanker.fit``; then the training queries' mean ``top_k``-th best score after each
+        tree (``row_reference_``, the per-row rule's reference)."""
+        super().fit(X, y, group, sample_weight, eval_set)
+        Xv = self._validate_X(X, reset=False)
+        self.row_reference_ = kth_best_reference(self.model_, Xv, group, int(self.top_k))
+        return self
+
+    def _exit_model(self, threshold, n_iterations=None) -> ir.Model:
+        self._check_params()
+        bank = self._bank_ir(n_iterations)
+        if self.exit_rule == "query":
+            return with_proximity_exit(bank, threshold, exit_every=self.exit_every, top_k=self.top_k)
+        return per_row_exit(bank, self.row_reference_, threshold, exit_every=self.exit_every)
+
+    def to_ir(self, n_iterations=None) -> ir.Model:
+        """The model with its exit rule (a ``query_exit`` or a per-row ``cascade``), optionally over the first
+        ``n_iterations`` trees; ``model_`` is the bank without it."""
+        return self._exit_model(self.threshold, n_iterations)
+
+    def rank(self, X, group=None, threshold=None, budget=None) -> ExitRanking:
+        """The exit rule over the fitted model (``rank_queries``); ``threshold`` overrides s, ``budget`` is per
+        document."""
         X = self._validate_X(X, reset=False)
         s = self.threshold if threshold is None else threshold
-        return proximity_exit(self.model_, X, group, s, exit_every=self.exit_every, top_k=self.top_k)
+        return rank_queries(self._exit_model(s), X, group, budget)
 
     def score(self, X, y, group=None, sample_weight=None):
         """NDCG@``eval_at`` of the Early Exit ranking (survivors first, module docstring)."""
