@@ -36,23 +36,18 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from ... import ir
-from .. import linalg
 from ..base import CostSensitiveClassifier
-from ..boosting.booster import BinnedData, finish_tree
-from ..boosting.grower import grow
-from ..boosting.losses import squared_hinge
-from ..boosting.predictor import predict_binned
-from ..boosting.split_penalty import CostState
-from ..common import class_weight_per_class, no_predict_proba, single_thread
-from ..linear.linear_svm import afr_gradients, l2svm_newton, sigmoid_loss
-
-C_RANGE = (1e-3, 1e3)
+from ..common import no_predict_proba, single_thread
+from .afr_fit import AFRFit
+from .afr_multiclass import OneVsAllFit, multiclass_nodes
 
 
 class AFRClassifier(CostSensitiveClassifier):
     """Anytime feature representations: an SVM over boosted trees, exported
     as an ``anytime`` IR node with one ``linear`` checkpoint per newly paid
-    feature (paper §4.1, Fig. 1).  Binary classification only.
+    feature (paper §4.1, Fig. 1).  With more than two classes, one AFR per
+    class (one-vs-all) in lockstep over one paid-feature state, Platt-scaled
+    (thesis §2.2.4; ``afr_multiclass.py``).
 
     Parameters
     ----------
@@ -153,8 +148,6 @@ class AFRClassifier(CostSensitiveClassifier):
         self.random_state = random_state
         self.verbose = verbose
 
-    _binary_only = True
-
     predict_proba = no_predict_proba("AFR margins are SVM scores, not probabilities; use decision_function")
 
     # ------------------------------------------------------------ checks
@@ -194,7 +187,7 @@ class AFRClassifier(CostSensitiveClassifier):
         X : array-like of shape (n_samples, n_features)
             Training rows (NaN = missing); split into T / V / O inside.
         y : array-like of shape (n_samples,)
-            Two classes.
+            Two classes, or more (one-vs-all, Platt-scaled: thesis §2.2.4).
         eval_set : (X_val, y_val), optional
             The hold-out O for early stopping (otherwise carved out of X).
 
@@ -217,8 +210,23 @@ class AFRClassifier(CostSensitiveClassifier):
         # per tree: one thread is faster.  On the busy 2-core machine, many
         # BLAS threads were measured 35x slower and parallel numba split
         # searches 100x slower (16 ms against 0.14 ms per call)
+        self._ir_nodes = None
         with single_thread(numba_threads=True):
-            _Fit(self, X, idx, rows, rng).run()
+            if len(self.classes_) == 2:
+                fit = AFRFit(self, X, idx, rows, rng)
+                with tqdm(total=fit.n_blocks, disable=not self.verbose, desc="AFR", unit="block",
+                          leave=False) as bar:
+                    fit.run(bar)
+                self.trees_, self.checkpoints_, self.n_dims_, self.C_ = fit.trees, fit.checkpoints, fit.nd, fit.C
+            else:
+                ova = OneVsAllFit(self, X, idx, rows, rng)
+                with tqdm(total=ova.n_blocks, disable=not self.verbose, desc="AFR", unit="block",
+                          leave=False) as bar:
+                    ova.run(bar)
+                self.trees_, self.checkpoints_ = ova.results()
+                self.n_dims_ = [f.nd for f in ova.fits]
+                self.C_ = [f.C for f in ova.fits]
+        self.split_sizes_ = {k: len(v) for k, v in rows.items()}
         self._set_model(self.to_ir())
         seen = np.zeros(X.shape[1], bool)
         for k, ck in enumerate(self.checkpoints_):
@@ -231,8 +239,8 @@ class AFRClassifier(CostSensitiveClassifier):
 
     def _split(self, idx, rng, have_eval):
         """Stratified T / V / O row indices (paper §4: 50/50, then 80/20)."""
-        parts = {"T": [], "V": [], "O": []}
-        for k in (0, 1):
+        parts: dict = {"T": [], "V": [], "O": []}
+        for k in range(len(self.classes_)):
             r = rng.permutation(np.flatnonzero(idx == k))
             n_vp = int(round(self.val_fraction * len(r)))
             n_o = 0 if have_eval else int(round(self.holdout_fraction * n_vp))
@@ -260,6 +268,16 @@ class AFRClassifier(CostSensitiveClassifier):
         return segs
 
     def _nodes(self):
+        """(nodes, index of the first checkpoint node), built once per fit."""
+        if getattr(self, "_ir_nodes", None) is None:
+            if len(self.classes_) == 2:
+                self._ir_nodes = self._binary_nodes()
+            else:
+                self._ir_nodes = multiclass_nodes(self.trees_, self.checkpoints_, len(self.classes_),
+                                                  self.tree_eval_cost)
+        return self._ir_nodes
+
+    def _binary_nodes(self):
         segs = self._segments()
         nodes = []
         for j, (d, a, b) in enumerate(segs):
@@ -285,8 +303,12 @@ class AFRClassifier(CostSensitiveClassifier):
                               n_checkpoints=len(self.checkpoints_), n_trees=len(self.trees_))
 
     def _task(self):
-        # margins are SVM scores, not log-odds: no probabilistic transform
-        return ir.binary_task(self._ir_classes(), "identity")
+        # binary margins are SVM scores, not log-odds: no probabilistic
+        # transform; multiclass scores are each class's Platt log-odds, whose
+        # softmax would not be the calibrated probabilities: identity too
+        if len(self.classes_) == 2:
+            return ir.binary_task(self._ir_classes(), "identity")
+        return ir.multiclass_task(self._ir_classes(), "identity")
 
     def checkpoint_model(self, k) -> ir.Model:
         """Checkpoint k alone as a model (its margins, its static cost)."""
@@ -303,7 +325,8 @@ class AFRClassifier(CostSensitiveClassifier):
         from ...runtimes.reference import predict
         X = self._validate_X(X, reset=False)
         for k in range(len(self.checkpoints_)):
-            yield predict(self.checkpoint_model(k), X).scores[:, 0]
+            s = predict(self.checkpoint_model(k), X).scores
+            yield s[:, 0] if s.shape[1] == 1 else s
 
     def anytime_curve(self, X, y, budgets=None) -> list:
         """Accuracy and mean lazy cost at each budget (default: every
@@ -320,175 +343,3 @@ class AFRClassifier(CostSensitiveClassifier):
             out.append(dict(budget=float(B), accuracy=float(np.mean(p.output == y)),
                             mean_cost=float(p.cost.mean()), mean_stage=float(p.stage.mean())))
         return out
-
-
-class _Fit:
-    """One run of thesis Algorithm 4 (paper Algorithm 1), ambiguities
-    resolved as in ``docs/algorithms/afr-cvm.md`` §1.3."""
-
-    def __init__(self, est: AFRClassifier, X, idx, rows, rng):
-        self.est = est
-        self.N, self.F = X.shape
-        self.T, self.V, self.O = rows["T"], rows["V"], rows["O"]
-        fit_rows = {"TV": np.concatenate([self.T, self.V]), "V": self.V, "T": self.T}[est.fit_rows]
-        self.fit_rows = np.sort(fit_rows).astype(np.int32)
-        self.y01 = idx.astype(np.float64)
-        self.y = 2.0 * self.y01 - 1.0
-        self.mu = class_weight_per_class(est.class_weight, est.classes_, idx)[idx]
-        train = np.concatenate([self.T, self.V])     # thresholds from training rows only
-        self.data = BinnedData.from_X(X, est.max_bins, seed=int(rng.integers(2**31)),
-                                      threshold_rows=np.sort(train))
-        c = self.est._costs
-        self.state = CostState(c.costs, c.groups, c.group_costs, 1.0)
-        S = est.dims_per_block
-        unpaid = self.state.penalty()
-        self.n_blocks = est.n_blocks or min(20, max(1, math.ceil(math.log2(
-            max(est.lambda0 * max(float(unpaid.max(initial=0.0)), 1e-300) / 0.01, 1.0))) + 1))
-        max_dims = S * (self.n_blocks if est.append_dims else 1)
-        self.Phi = np.zeros((self.N, max_dims))
-        self.nd = 0
-        self.C = float(est.C0)
-        self.trees: list = []
-        self.checkpoints: list = []
-        self.ones = np.ones(self.N)
-
-    # -------------------------------------------------------- pieces
-    def solve(self, theta0=None):
-        T, nd = self.T, self.nd
-        if theta0 is not None and theta0.shape[0] < nd + 1:   # new dims start at weight 0
-            theta0 = np.concatenate([theta0[:-1], np.zeros(nd + 1 - theta0.shape[0]), theta0[-1:]])
-        return l2svm_newton(self.Phi[T, :nd], self.y[T], self.mu[T], 1.0 / self.C, theta0)
-
-    def stat_O(self, sol):
-        """Higher is better: -loss_O (smooth) or accuracy on O."""
-        O = self.O
-        m = self.y[O] * (linalg.matvec(self.Phi[O, :self.nd], sol.w) + sol.b)
-        if self.est.early_stop == "accuracy":
-            return float(np.mean(m > 0))
-        return -sigmoid_loss(m, self.mu[O], self.est.sigmoid_a)[0]
-
-    def snapshot(self, sol, lam):
-        return dict(n_trees=len(self.trees), w=sol.w.copy(), b=sol.b, C=self.C, lam=lam)
-
-    def emit(self, snap):
-        if not self.checkpoints or self.checkpoints[-1] is not snap:
-            self.checkpoints.append(snap)
-
-    def fit_tree(self, g, lam, active):
-        """A tree fit to -g on the fitting rows with the Eq. (2.27) penalty, or
-        None if no split pays.  Returns (tree dict, its value per row, unpaid
-        features it uses)."""
-        est, rows = self.est, self.fit_rows
-        r = g[rows]
-        rms = float(np.sqrt(np.mean(r * r)))
-        if not rms > 0:
-            return None
-        gs = g / rms              # unit scale: the grower's 1e-12 gain floor stays negligible
-        unpaid = self.state.penalty()
-        if est.lambda_units == "relative":
-            rs = gs[rows]
-            pen = 0.5 * lam * float(np.sum((rs - rs.mean()) ** 2)) * unpaid
-        else:
-            pen = 0.5 * lam * unpaid / (rms * rms)
-        tree = grow(self.data.binned, self.data.n_bins, rows, gs, self.ones, max_depth=est.max_depth,
-                    min_samples_leaf=est.min_samples_leaf, l2=0.0, penalty=pen, active=active)
-        if len(tree.feature) == 1:
-            return None
-        sums = np.array(tree.sums)
-        leaf = -rms * sums[:, 0] / np.maximum(sums[:, 2], 1.0)
-        feat, sbin, left, right, mleft, value, thr = finish_tree(tree, est.learning_rate * leaf, self.data)
-        col = np.zeros(self.N)
-        predict_binned(self.data.binned, feat, sbin, left, right, mleft, value, col)
-        used = np.unique(feat[feat >= 0])
-        new = [int(f) for f in used if unpaid[f] > 0]     # the tree raises the static cost
-        t = dict(feature=feat, threshold=thr, left=left, right=right, missing_left=mleft,
-                 value=value.astype(np.float32))
-        return t, col, used, new
-
-    def accept(self, dim, res, lam, sol, snap):
-        """Store tree ``res`` of dimension ``dim``; emit the previous state as
-        a checkpoint if the tree pays a new feature (paper §4.1)."""
-        t, _, used, new = res
-        if new:
-            self.emit(snap)
-        for f in used:
-            self.state.pay(int(f))
-        t["dim"] = dim
-        self.trees.append(t)
-        return self.snapshot(sol, lam)
-
-    def init_dimension(self, H, lam, sol, snap):
-        """Alg. 4 line 3: a Greedy Miser tree on the squared hinge of the
-        labels starts a new dimension."""
-        g, h = np.zeros(self.N), np.zeros(self.N)
-        squared_hinge(self.y01, H, g, h)
-        g *= self.mu
-        res = self.fit_tree(g, lam, np.ones(self.F, np.bool_))
-        if res is None:   # nothing pays at this lambda: the cheapest features, free
-            unpaid = np.where(self.state.paid_f, np.inf, self.state.penalty())
-            active = self.state.paid_f | (unpaid == unpaid.min())
-            res = self.fit_tree(g, 0.0, active)
-        s = self.nd
-        self.nd += 1
-        if res is None:
-            return sol, snap
-        self.Phi[:, s] = res[1]
-        H += res[1]
-        sol = self.solve(sol.theta)
-        return sol, self.accept(s, res, lam, sol, snap)
-
-    # -------------------------------------------------------- Algorithm 4
-    def run(self):
-        est = self.est
-        T, V = self.T, self.V
-        a = est.sigmoid_a
-        muV_sum = float(self.mu[V].sum())
-        sol = self.solve()
-        lam = float(est.lambda0)
-        snap = self.snapshot(sol, lam)          # checkpoint 0: the bias alone
-        self.emit(snap)
-        fit = self.fit_rows
-        H = np.full(self.N, np.sum(self.mu[fit] * self.y[fit]) / np.sum(self.mu[fit]))
-        S = est.dims_per_block
-        lo, hi = math.log(C_RANGE[0]), math.log(C_RANGE[1])
-        bar = tqdm(range(self.n_blocks), disable=not est.verbose, desc="AFR", unit="block", leave=False)
-        for block in bar:
-            if block == 0 or est.append_dims:
-                first = self.nd
-                for _ in range(S):
-                    sol, snap = self.init_dimension(H, lam, sol, snap)
-                dims = range(first, self.nd)
-            else:
-                dims = range(self.nd)
-            for s in dims:
-                sol = self.solve(sol.theta)
-                base = self.stat_O(sol)
-                for _ in range(est.trees_per_dim):
-                    gr = afr_gradients(sol, self.Phi[T, :self.nd], self.y[T], self.mu[T],
-                                       self.Phi[V, :self.nd], self.y[V], self.mu[V], self.C, a)
-                    step = float(np.clip(gr.d_log_C / muV_sum, -1.0, 1.0))
-                    self.C = math.exp(min(hi, max(lo, math.log(self.C) - est.c_step * step)))
-                    g = np.zeros(self.N)
-                    g[T] = gr.d_phi_T[:, s]
-                    g[V] = gr.d_phi_V[:, s]
-                    res = self.fit_tree(g, lam, np.ones(self.F, np.bool_))
-                    if res is None:
-                        break
-                    old = self.Phi[:, s].copy()
-                    self.Phi[:, s] += res[1]
-                    new_sol = self.solve(sol.theta)
-                    stat = self.stat_O(new_sol)
-                    if stat < base:             # O got worse: undo, next dimension
-                        self.Phi[:, s] = old
-                        sol = self.solve(sol.theta)
-                        break
-                    sol, base = new_sol, stat
-                    snap = self.accept(s, res, lam, sol, snap)
-            lam /= 2.0
-        bar.close()
-        self.emit(snap)
-        est.trees_ = self.trees
-        est.checkpoints_ = self.checkpoints
-        est.n_dims_ = self.nd
-        est.C_ = self.C
-        est.split_sizes_ = dict(T=len(T), V=len(V), O=len(self.O))

@@ -158,10 +158,8 @@ def test_groups_and_tree_cost_are_paid():
     assert np.all(predict(model, X).cost <= m.static_cost_)
 
 
-def test_multiclass_and_bad_params_are_refused():
+def test_bad_params_are_refused():
     X = np.random.default_rng(0).normal(size=(90, 3))
-    with pytest.raises(ValueError, match="Only binary classification is supported"):
-        AFRClassifier().fit(X, np.arange(90) % 3)
     with pytest.raises(ValueError, match="early_stop"):
         AFRClassifier(early_stop="auc").fit(X, np.arange(90) % 2)
     with pytest.raises(ValueError, match="dims_per_block"):
