@@ -248,6 +248,10 @@ class AFRClassifier(CostSensitiveClassifier):
             parts["V"].append(r[n_o:n_vp])
             parts["T"].append(r[n_vp:])
         out = {k: np.sort(np.concatenate(v)) for k, v in parts.items()}
+        if not have_eval and len(out["O"]) == 0 and len(out["V"]) >= 2:
+            # many small classes round every class's share of O to 0 rows:
+            # O takes one row of V (a split that was refused before)
+            out["O"], out["V"] = out["V"][-1:], out["V"][:-1]
         for k, v in out.items():
             if len(v) == 0 and not (k == "O" and have_eval):
                 raise ValueError(f"AFRClassifier: too few rows to split off a non-empty {k} "
