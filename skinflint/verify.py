@@ -444,7 +444,7 @@ def verify_ranking(model, X=None, group=None, *, runtimes=None, budgets="around"
         if adversarial and X is not None:
             rows = np.concatenate([X, rows])
         rows, sizes = random_queries(rows, seed)
-    runs = [(rows, sizes, None)]
+    runs: list[tuple[np.ndarray, np.ndarray, np.ndarray | None]] = [(rows, sizes, None)]
     label = "none"
     if budgets == "around":
         around = budgets_around(reference.rank(rows, sizes).cost, seed)

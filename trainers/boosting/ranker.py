@@ -241,7 +241,7 @@ def per_row_exit(model: ir.Model, reference, threshold, *, exit_every=10) -> ir.
     if not after:
         return model
     gaps = ir.proximity_gaps(threshold, after, T)
-    nodes = [bank]
+    nodes: list = [bank]
     stages = []
     for c, g in zip(after, gaps, strict=True):
         nodes.append(ir.linear([ir.tree_input(0, t) for t in range(c)], np.ones(c), bias=float(bank.base_score[0]),
