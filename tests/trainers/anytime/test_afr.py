@@ -188,3 +188,87 @@ def test_spambase_anytime_curve_with_descriptor_groups():
     assert costs[1] >= 2.5
     p = predict(m.model_, te.X, budget=np.full(len(te.y), costs[5]))
     assert np.all(p.cost <= costs[5]) and np.all(p.stage >= 5)
+
+
+def _quadrants(n, seed):
+    """Four classes, the quadrant of (x0, x3) (cost 10 each); x1, x2 are
+    cheap noisy copies of x0 and x3 (cost 1 each), x4, x5 noise (cost 5)."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 6))
+    X[:, 1] = X[:, 0] + 0.7 * rng.normal(size=n)
+    X[:, 2] = X[:, 3] + 0.7 * rng.normal(size=n)
+    y = np.array(["a", "b", "c", "d"])[2 * (X[:, 0] > 0) + (X[:, 3] > 0)]
+    return X.astype(np.float32), y
+
+
+@pytest.fixture(scope="module")
+def multiclass_fit():
+    X, y = _quadrants(1600, 0)
+    costs = np.array([10.0, 1.0, 1.0, 10.0, 5.0, 5.0])
+    m = AFRClassifier(dims_per_block=2, trees_per_dim=4, n_blocks=4, feature_costs=costs,
+                      random_state=0).fit(X[:1000], y[:1000], eval_set=(X[1000:1300], y[1000:1300]))
+    return m, X[1300:], y[1300:]
+
+
+def test_multiclass_learns_with_shared_feature_costs(multiclass_fit):
+    """One-vs-all AFR (thesis §2.2.4) over one paid-feature state: a feature
+    any class has paid is free for the others, so each feature opens at most
+    one global checkpoint (with a state per class there could be one per
+    class and feature: up to 4 x 6 here)."""
+    m, X, y = multiclass_fit
+    model = m.model_
+    assert model.task.kind == "multiclass" and model.task.n_outputs == 4
+    assert m.score(X, y) >= 0.9           # prior 0.25; the exact quadrant needs x0 and x3; measured 0.99
+    costs = [ck["static_cost"] for ck in m.checkpoints_]
+    assert costs[0] == 0.0 and all(a < b for a, b in zip(costs[:-2], costs[1:-1]))
+    assert costs[-1] >= costs[-2] and costs[-1] == m.static_cost_
+    assert len(m.checkpoints_) <= X.shape[1] + 2
+    new = [f for ck in m.checkpoints_ for f in ck["new_features"]]
+    assert len(new) == len(set(new))
+    assert all(ck["new_features"] for ck in m.checkpoints_[1:-1])
+    # every class has trees (none starved by another's paid features)
+    assert {t["cls"] for t in m.trees_} == {0, 1, 2, 3}
+    # anytime: the priors at budget 0, the cheap noisy copies first (measured
+    # 0.23, 0.63 at cost 2, 0.99 at 22)
+    acc = [np.mean(m.predict(X, budget=B) == y) for B in costs]
+    assert acc[0] < 0.4 < acc[1] < 0.8 < acc[-1]
+    assert set(m.checkpoints_[1]["new_features"]) <= {"x1", "x2"}
+
+
+def test_multiclass_platt_is_folded_into_each_checkpoint(multiclass_fit):
+    """Column k of checkpoint c is class k's Platt log-odds -(A_k f_k + B_k):
+    weights -A_k w_k on class k's segments only, bias -(A_k b_k + B_k)."""
+    m, X, y = multiclass_fit
+    nodes = m.model_.nodes
+    cks = nodes[m.model_.output].checkpoints
+    for c, ck in enumerate(m.checkpoints_):
+        lin = nodes[cks[c]]
+        A = np.array([ab[0] for ab in ck["platt"]])
+        B = np.array([ab[1] for ab in ck["platt"]])
+        np.testing.assert_array_equal(lin.bias, np.float32(-(A * np.array(ck["b"]) + B)))
+        for i in range(lin.n_inputs):
+            seg = nodes[lin.input_index[i]]
+            k = int(seg.name.split("_class")[1].split("_")[0])
+            d = int(seg.name.split("_dim")[1])
+            expect = np.zeros(4, np.float32)
+            expect[k] = np.float32(-A[k] * ck["w"][k][d])
+            np.testing.assert_array_equal(lin.weights[i], expect)
+    # checkpoint 0 reads nothing: every row gets the calibrated priors
+    p0 = predict(m.model_, X, budget=0.0)
+    assert np.all(p0.cost == 0) and np.all(p0.scores == nodes[cks[0]].bias)
+
+
+def test_multiclass_parity_with_budgets(multiclass_fit):
+    """Reference == ONNX == C, bit for bit, at budgets 0, each global
+    checkpoint's static cost and none, and at adversarial budgets."""
+    m, X, y = multiclass_fit
+    X = X[:30]
+    budgets = [0.0] + [ck["static_cost"] for ck in m.checkpoints_] + [math.inf]
+    Xr = np.tile(X, (len(budgets), 1))
+    Br = np.repeat(budgets, len(X))
+    report = verify(m.model_, Xr, budget=Br, budgets=None, adversarial=False)
+    assert report.ok, report.table()
+    report = verify(m.model_, X)
+    assert report.ok, report.table()
+    for k, B in enumerate(budgets[1:-1]):
+        assert np.all(predict(m.model_, X, budget=B).stage >= k)
