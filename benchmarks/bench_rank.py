@@ -29,6 +29,7 @@ import numpy as np
 from skinflint import datasets
 from skinflint.metrics import ndcg, precision_at_k
 from skinflint.runtimes.reference import predict
+from skinflint.trainers.boosting.cascade_ranker import choose_cutoffs, stage_checkpoints, with_cutoffs
 from skinflint.trainers.boosting.ranker import (
     GreedyMiserRanker,
     kth_best_reference,
@@ -45,6 +46,7 @@ SIZES = {  # queries, features, rounds
 }
 GM_GRID = (5e-6, 1e-5, 2e-5, 3e-5, 5e-5, 1e-4, 3e-4)   # lambda per row, in Yahoo cost units (mean cost ~36)
 EE_GRID = (0.0, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0)
+CASCADE_TOLERANCES = (0.0, 0.005, 0.01, 0.02, 0.05)   # validation NDCG@5 a ranking cascade may give up
 CEGB_GRID = (1e-5, 3e-5, 1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 0.1, 0.3)
 
 
@@ -114,6 +116,13 @@ def run_exit_rules(m, tr, va, te, rows):
         rr, vr = rank_queries(row_model, te.X, te.qid), rank_queries(row_model, va.X, va.qid)
         rows.append(_exit_row(f"Early Exit per row (s={thr:g})", "Early Exit (per row)", rr, te, thr,
                               ndcg(va.y, vr.scores, va.qid, order=vr.order)))
+    # a ranking cascade on the same bank: 3 equal stages, top-k cutoffs chosen on validation (CascadeRanker)
+    after = stage_checkpoints(m.n_estimators_, 3)
+    for tol in CASCADE_TOLERANCES:
+        keep, _, _ = choose_cutoffs(m.model_, after, va.X, va.y, va.qid, tolerance=tol)
+        r = rank_queries(with_cutoffs(m.model_, after, keep), te.X, te.qid)
+        cut = ", ".join(f"{k} after {a}" for a, k in zip(after, keep, strict=True) if k) or "none"
+        rows.append(_exit_row(f"Cascade (tol {tol:g}: top {cut})", "Ranking cascade", r, te, tol, np.nan))
 
 
 def exit_summary(rows):
@@ -235,6 +244,47 @@ def timing(tr, costs, tree, threads):
     return out
 
 
+def rank_overhead(n_docs=100, n_queries=20, n_trees=1000, depth=6, n_features=50, repeats=7):
+    """The reference runtime's query scoring against its per-row scoring of the same rows when nobody is
+    dropped (checkpoints every 10 trees, gap too large to drop): what the query bookkeeping costs.  Medians."""
+    from skinflint import ir
+    from skinflint.runtimes.reference import ReferenceRuntime
+    rng = np.random.default_rng(0)
+    f, t, lft, rgt, v, roots = [], [], [], [], [], []
+
+    def grow(d):
+        i = len(f)
+        f.append(-1), t.append(0.0), lft.append(-1), rgt.append(-1), v.append([float(rng.normal()) * 0.01])
+        if d < depth:
+            f[i], t[i] = int(rng.integers(n_features)), float(rng.normal())
+            lft[i] = grow(d + 1)
+            rgt[i] = grow(d + 1)
+        return i
+
+    roots = [grow(0) for _ in range(n_trees)]
+    bank = ir.trees_from_arrays(f, t, lft, rgt, v, roots=roots)
+    feats = ir.features_from_costs(rng.choice([1.0, 5.0, 20.0], n_features))
+    after = ir.every(10, n_trees)
+    plain = ReferenceRuntime(ir.model(feats, [bank], 0))
+    query = ReferenceRuntime(ir.model(feats, [bank, ir.query_exit(0, after, keep=5, gap=[1e30] * len(after))], 1))
+    X = rng.normal(size=(n_docs * n_queries, n_features)).astype(np.float32)
+    sizes = [n_docs] * n_queries
+    plain.predict(X[:n_docs]), query.rank(X[:n_docs], [n_docs])        # compile
+    tp, tq = [], []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        p = plain.predict(X)
+        tp.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        r = query.rank(X, sizes)
+        tq.append(time.perf_counter() - t0)
+    assert np.array_equal(p.scores, r.scores) and np.array_equal(p.cost, r.cost)
+    a, b = float(np.median(tp)), float(np.median(tq))
+    return (f"reference rank vs predict, {n_queries} queries x {n_docs} documents x {n_trees} depth-{depth} trees, "
+            f"nobody dropped, {numba.get_num_threads()} threads: predict {a * 1e3:.1f} ms, rank {b * 1e3:.1f} ms "
+            f"(medians of {repeats}), ratio {b / a:.2f}")
+
+
 def headline(rows):
     ref = next(r for r in rows if r["method"] == "GBRT LambdaMART")
     ours = [r for r in rows if not r["family"].startswith("LightGBM")]
@@ -297,7 +347,12 @@ def main(argv=None):
     ap.add_argument("--only", default="gbrt,greedy-miser,early-exit,cronus,cscc,cstc,astc,afr,lightgbm,cegb",
                     help="comma-separated parts to run")
     ap.add_argument("--plot")
+    ap.add_argument("--rank-overhead", action="store_true",
+                    help="only time the reference runtime's query scoring against its per-row scoring")
     args = ap.parse_args(argv)
+    if args.rank_overhead:
+        print(rank_overhead())
+        return
     only = set(args.only.split(","))
     (tr, va, te), desc = load(args)
     rounds = args.rounds or SIZES[args.size][2]

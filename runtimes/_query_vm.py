@@ -9,7 +9,8 @@ touch; before each unit, a document whose cost would pass its budget halts
 (docs/costs.md).  Scores add in float32 from the bank's base score, trees in
 bank order.  Documents do not share units, so walking a tree over all the
 query's documents before the next tree (what this kernel does, to keep the
-tree in cache) pays and sums exactly as one document at a time would.
+tree in cache, the documents' walks in lockstep) pays and sums exactly as
+one document at a time would.
 
 At checkpoint j (``after[j]`` trees done) the documents still in, those not
 dropped or halted, are ranked by score, highest first, ties by position in
@@ -23,37 +24,68 @@ from numba import njit, prange
 from ..ir.codes import QX_CUTOFF
 
 
-@njit(cache=True, inline="always")
-def _walk_doc(T, X, row, t, d, fstamp, gstamp, cost, budget):
-    """Tree t for document d (row ``row`` of X): its leaf, or -1 when the
-    document halts on its budget (the tree does not count)."""
-    c = cost[d] + T.tree_cost[t]
-    if c > budget:
-        return -1
-    cost[d] = c
-    m = T.tree_root[t]
-    while T.tn_feature[m] >= 0:
-        j = T.tn_feature[m]
-        if not fstamp[row, j]:
-            c = cost[d]
-            g = T.feat_group[j]
-            if g >= 0 and not gstamp[d, g]:
-                c = c + T.group_cost[g]
-            c = c + T.feat_cost[j]
-            if c > budget:
-                return -1
-            cost[d] = c
-            fstamp[row, j] = True
-            if g >= 0:
-                gstamp[d, g] = True
-        x = X[row, j]
-        if x != x:
-            m = T.tn_left[m] if T.tn_missing_left[m] else T.tn_right[m]
-        elif x <= T.tn_threshold[m]:
-            m = T.tn_left[m]
-        else:
-            m = T.tn_right[m]
-    return m
+@njit(cache=True)
+def _tree_all(tree_cost, tree_root, tn_feature, tn_threshold, tn_left, tn_right, tn_missing_left, tn_value,
+              leaf_value, feat_group, group_cost, feat_cost, X, a, gt, alive, n_alive, halted, acc, done, used,
+              gstamp, cost, budget, walk, node):
+    """Global tree gt for every document still in: each pays the tree's cost, then walks it root to leaf
+    paying its path's features (a feature's group first time, then the feature, two float64 additions);
+    the walks advance one level at a time in lockstep, with a branchless child select (as the per-row bank
+    evaluator does: the walks overlap instead of stalling on mispredicted branches).  Per document the
+    payments come in the per-row order, so the results are identical.  Takes arrays, not the table tuple: a
+    call passes its arguments by value."""
+    nw = 0
+    for i in range(n_alive):
+        d = alive[i]
+        if halted[d]:
+            continue
+        c = cost[d] + tree_cost[gt]
+        if c > budget[a + d]:
+            halted[d] = True
+            continue
+        cost[d] = c
+        walk[nw] = d
+        node[nw] = tree_root[gt]
+        nw += 1
+    active = True
+    while active:
+        active = False
+        for w in range(nw):
+            d = walk[w]
+            if halted[d]:
+                continue
+            mk = node[w]
+            j = tn_feature[mk]
+            if j < 0:
+                continue
+            row = a + d
+            if not used[row, j]:
+                c = cost[d]
+                g = feat_group[j]
+                if g >= 0 and not gstamp[d, g]:
+                    c = c + group_cost[g]
+                c = c + feat_cost[j]
+                if c > budget[row]:
+                    halted[d] = True
+                    continue
+                cost[d] = c
+                used[row, j] = True
+                if g >= 0:
+                    gstamp[d, g] = True
+            x = X[row, j]
+            lft = tn_left[mk]
+            rgt = tn_right[mk]
+            if x != x:
+                node[w] = lft if tn_missing_left[mk] else rgt
+            else:
+                go = np.int32(x > tn_threshold[mk])
+                node[w] = lft + go * (rgt - lft)
+            active = True
+    for w in range(nw):
+        d = walk[w]
+        if not halted[d]:
+            acc[d] = acc[d] + leaf_value[tn_value[node[w]]]
+            done[d] += 1
 
 
 @njit(cache=True)
@@ -71,22 +103,16 @@ def _query(T, after, keep, rule, gap, X, a, n, budget, scores, cost_out, stage, 
     last_cp = np.full(n, -1, np.int64)
     halted = np.zeros(n, np.bool_)
     alive = np.arange(n)          # documents still in, in position order
+    walk = np.empty(n, np.int64)  # the documents walking the current tree, and their tree node
+    node = np.empty(n, np.int32)
     n_alive = n
     t = 0
     for j in range(J + 1):
         end = after[j] if j < J else count
         while t < end:
-            gt = first + t
-            for i in range(n_alive):
-                d = alive[i]
-                if halted[d]:
-                    continue
-                leaf = _walk_doc(T, X, a + d, gt, d, used, gstamp, cost, budget[a + d])
-                if leaf < 0:
-                    halted[d] = True
-                    continue
-                acc[d] = acc[d] + T.leaf_value[T.tn_value[leaf]]
-                done[d] += 1
+            _tree_all(T.tree_cost, T.tree_root, T.tn_feature, T.tn_threshold, T.tn_left, T.tn_right,
+                      T.tn_missing_left, T.tn_value, T.leaf_value, T.feat_group, T.group_cost, T.feat_cost, X, a,
+                      first + t, alive, n_alive, halted, acc, done, used, gstamp, cost, budget, walk, node)
             t += 1
         # the documents that finished this checkpoint's trees
         m = 0
