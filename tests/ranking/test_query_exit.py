@@ -261,3 +261,25 @@ def test_verify_ranking_passes_the_oracle_and_catches_a_wrong_tie_rule():
 
     bad = verify_ranking(m, X, runtimes=[ReversedTies(m)], max_rows=300)
     assert not bad.ok and bad.backends[0].order > 0
+
+
+def test_mutated_query_exits_raise_only_irerror_and_valid_ones_rank():
+    from tests.ir.test_load_fuzz import mutate
+    doc = ir.to_dict(random_bank_model(0))
+    rng = np.random.default_rng(0)
+    X, sizes = grid_rows(12, 6, 0), [1, 4, 7]
+    outcomes = {"error": 0, "valid": 0}
+    for _ in range(200):
+        bad = json.loads(json.dumps(doc))
+        # the mutation lands in the query_exit node (it may delete the node itself: then {} is left)
+        bad["nodes"][1] = mutate({"node": bad["nodes"][1]}, rng).get("node", {})
+        try:
+            m = ir.from_dict(bad)
+        except ir.IRError:
+            outcomes["error"] += 1
+            continue
+        outcomes["valid"] += 1
+        if m.scores_queries:                      # what loads, ranks: no crash, no write out of bounds
+            r = rank(m, X, sizes)
+            assert sorted(r.order.tolist()) == list(range(12))
+    assert outcomes["error"] > 50 and outcomes["valid"] > 10
