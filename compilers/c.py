@@ -127,49 +127,90 @@ def uint_type(max_value) -> str:
 
 def tree_layout(t, n_features, inline_leaves) -> dict:
     """The tree nodes of ``t`` (``ir.lowering`` tables) laid out for the C
-    walk: each tree breadth first, so a split's children are neighbours
-    (right = left + 1) and one offset, ``left - node``, finds both; a leaf
-    points at itself (offset 0) and reads the feature slot ``n_features``,
-    which the walks never take right, so a fixed number of steps parks every
-    row on its leaf without a branch.  ``fm`` packs ``feature << 1`` with 1
-    when a missing value goes right.  ``thr`` holds the threshold of a split
-    and, when ``inline_leaves`` (one float32 output per leaf), the leaf's
-    value; otherwise ``value`` is the leaf's offset into ``leaf_value``.
-    Returns the arrays with ``root`` and ``depth`` (split levels) per tree."""
+    walk (docs/c.md, Tables).  Each tree breadth first, so a split's
+    children are neighbours (right = left + 1) and one offset finds both.
+    A tree of depth d (split levels) is walked in at most d steps, so its
+    level-d nodes, all leaves, are never stepped from: they go to the tail
+    of the threshold slots (``thr``) and have no entry in ``fm`` and
+    ``off``, which hold the "upper" nodes (a slot below ``n_upper`` names
+    the same node in all three).  The offset of a split above level d - 1
+    is ``left - slot``; that of a split on level d - 1, whose children are
+    in the tail, ``left - tail[t]`` (tree t's first tail slot).  A leaf
+    above level d (and a tree that is one leaf) points at itself (offset 0)
+    and reads feature slot ``n_features``, which the walks never take
+    right, so a fixed number of steps parks every row on its leaf without a
+    branch on the data.  ``fm`` packs ``feature << 1`` with 1 when a
+    missing value goes right.  A leaf's ``thr`` holds its value when
+    ``inline_leaves`` (one float32 output per leaf), otherwise the offset of
+    its values in ``leaf_value`` / ``leaf_value64`` (leaves only, in slot
+    order; ``value`` lists their entries in the lowered pools), an integer
+    exact in float32.  Per tree: ``root`` (an upper slot), ``tail`` and
+    ``depth``."""
     left, right, roots = t.tn_left, t.tn_right, t.tree_root
     T = roots.shape[0]
     depth = np.zeros(T, np.int64)
     # breadth first for all trees at once, one level per pass: children are
     # appended in their parent's order, left then right
-    frontier, ftree, levels, level_tree = roots.astype(np.int64), np.arange(T), [], []
+    frontier, ftree, levels, level_tree, level_no = roots.astype(np.int64), np.arange(T), [], [], []
     d = 0
     while frontier.size:
         levels.append(frontier)
         level_tree.append(ftree)
+        level_no.append(np.full(frontier.shape[0], d))
         split = left[frontier] >= 0
         depth[ftree[split]] = d + 1
         frontier = np.stack([left[frontier[split]], right[frontier[split]]], 1).ravel().astype(np.int64)
         ftree = np.repeat(ftree[split], 2)
         d += 1
-    nodes = np.concatenate(levels) if levels else np.zeros(0, np.int64)
-    trees = np.concatenate(level_tree) if levels else np.zeros(0, np.int64)
-    order = nodes[np.argsort(trees, kind="stable")]          # new position -> lowered node
-    new = np.full(left.shape[0], -1, np.int64)
-    new[order] = np.arange(order.shape[0])
-    is_split = left[order] >= 0
-    pos = np.arange(order.shape[0])
-    off = np.where(is_split, new[np.maximum(left[order], 0)] - pos, 0)
-    if np.any(is_split & (new[np.maximum(right[order], 0)] != pos + off + 1)):
-        raise AssertionError("tree layout: a split's children are not neighbours")
-    fm = np.where(is_split, (t.tn_feature[order].astype(np.int64) << 1) | (1 - t.tn_missing_left[order]),
+    by_tree = np.argsort(np.concatenate(level_tree), kind="stable")
+    nodes = np.concatenate(levels)[by_tree]           # breadth first per tree, trees in order
+    tree, level = np.concatenate(level_tree)[by_tree], np.concatenate(level_no)[by_tree]
+    n = nodes.shape[0]
+    tail_node = (level == depth[tree]) & (depth[tree] > 0)
+    upper = ~tail_node
+    n_upper = int(upper.sum())
+    # slots: the upper nodes in that order, then the tail nodes in that order
+    order = np.concatenate([nodes[upper], nodes[tail_node]])          # slot -> lowered node
+    slot = np.full(left.shape[0], -1, np.int64)
+    slot[order] = np.arange(n)
+    up_tree = tree[upper]
+    root = slot[roots]
+    tail_count = np.bincount(tree[tail_node], minlength=T)
+    tail = n_upper + np.concatenate([[0], np.cumsum(tail_count)[:-1]]).astype(np.int64)
+    up = order[:n_upper]
+    is_split = left[up] >= 0
+    lchild, rchild = slot[np.maximum(left[up], 0)], slot[np.maximum(right[up], 0)]
+    into_tail = is_split & (lchild >= n_upper)
+    base = np.where(into_tail, tail[up_tree], np.arange(n_upper))
+    off = np.where(is_split, lchild - base, 0)
+    if np.any(is_split & ((rchild != lchild + 1) | (off < 0))):
+        raise AssertionError("tree layout: a split's children are not neighbours after it")
+    if np.any(into_tail != (is_split & (level[upper] == depth[up_tree] - 1))):
+        raise AssertionError("tree layout: the tail holds other than the last level")
+    fm = np.where(is_split, (t.tn_feature[up].astype(np.int64) << 1) | (1 - t.tn_missing_left[up]),
                   n_features << 1)
+    leaf = left[order] < 0
+    leaves = order[leaf]
     if inline_leaves:
-        thr = np.where(is_split, t.tn_threshold[order], t.leaf_value[t.tn_value[order]])
+        thr = np.where(leaf, t.leaf_value[t.tn_value[order]], t.tn_threshold[order]).astype(np.float64)
+        value = np.zeros(0, np.int64)
     else:
-        thr = np.where(is_split, t.tn_threshold[order], 0.0)
-    value = np.where(is_split, 0, t.tn_value[order])
-    return dict(root=new[roots] if T else np.zeros(1, np.int64), depth=depth if T else np.zeros(1, np.int64),
-                fm=fm, off=off, thr=thr.astype(np.float32), value=value, order=order, n_nodes=order.shape[0])
+        # a leaf's width: its bank's outputs (a bank's trees are node_first .. + node_count)
+        width = np.zeros(T, np.int64)
+        for b in np.flatnonzero(t.node_kind == KIND_TREES):
+            width[t.node_first[b]: t.node_first[b] + t.node_count[b]] = t.node_width[b]
+        slot_tree = np.concatenate([up_tree, tree[tail_node]])
+        w = width[slot_tree[leaf]]
+        first = np.concatenate([[0], np.cumsum(w)[:-1]]).astype(np.int64)
+        if first[-1] >= 2 ** 24:
+            raise ValueError(f"{int(first[-1]) + 1} leaves' values do not fit the C tables (their offsets "
+                             f"are float32 integers, below 2**24)")
+        thr = t.tn_threshold[order].astype(np.float64)
+        thr[leaf] = first
+        value = (np.repeat(t.tn_value[leaves].astype(np.int64), w)
+                 + np.arange(int(w.sum())) - np.repeat(first, w))
+    return dict(root=root, tail=tail, depth=depth, fm=fm, off=off, thr=thr.astype(np.float32), value=value,
+                order=order, n_nodes=n, n_upper=n_upper)
 
 
 def feature_macros(names, prefix) -> list[tuple[str, int]]:
@@ -224,13 +265,17 @@ def render(model, prefix="model", *, tables=None) -> dict[str, str]:
         # sits in its threshold slot and the walk needs no value table (docs/c.md, compact tables)
         inline = not bool(np.any(t.node_f64)) and bool(np.all(t.node_width[t.node_kind == KIND_TREES] == 1))
         lay = tree_layout(t, F, inline)
-        walk = dict(inline_leaves=inline, root=_c_ints(lay["root"]), fm=_c_ints(lay["fm"]),
-                    off=_c_ints(lay["off"]), thr=_c_floats(lay["thr"]), value=_c_ints(lay["value"]),
-                    depth=_c_ints(lay["depth"]), root_t=uint_type(max(int(lay["root"].max()), 1)),
-                    fm_t=uint_type(2 * F + 1), off_t=uint_type(max(int(lay["off"].max(initial=0)), 1)),
-                    value_t=uint_type(max(int(lay["value"].max(initial=0)), 1)),
-                    depth_t=uint_type(max(int(lay["depth"].max(initial=0)), 1)),
+        fm, off = lay["fm"], lay["off"]
+        walk = dict(inline_leaves=inline, root=_c_ints(lay["root"]), tail=_c_ints(lay["tail"]),
+                    fm=_c_ints(fm), off=_c_ints(off), thr=_c_floats(lay["thr"]), depth=_c_ints(lay["depth"]),
+                    root_t=uint_type(max(int(lay["root"].max()), 1)),
+                    tail_t=uint_type(max(int(lay["tail"].max()), 1)),
+                    fm_t=uint_type(2 * F + 1), off_t=uint_type(max(int(off.max()), 1)),
+                    depth_t=uint_type(max(int(lay["depth"].max()), 1)),
                     tree_cost_zero=not bool(np.any(t.tree_cost)))
+        if not inline:
+            walk.update(leaf_value=_c_floats(t.leaf_value[lay["value"]]),
+                        leaf_value64=_c_doubles(t.leaf_value64[lay["value"]]) if np.any(t.node_f64) else "")
         if batch_trees:
             walk.update(first=int(t.node_first[t.top]), count=int(t.node_count[t.top]))
     ctx = dict(

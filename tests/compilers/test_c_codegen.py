@@ -113,3 +113,27 @@ def test_demo_skips_a_header_naming_the_features_and_refuses_a_reordered_one(tmp
     swapped = ",".join([names[1], names[0], *names[2:]])
     bad = subprocess.run([demo], input=swapped + "\n1,0,0\n", capture_output=True, text=True)
     assert bad.returncode == 1 and f"header column 1 is '{names[1]}'" in bad.stderr and bad.stdout.count("\n") == 1
+
+
+@pytest.mark.skipif(not shutil.which("arm-none-eabi-gcc"), reason="arm-none-eabi-gcc not installed")
+def test_flash_per_split_node_on_cortex_m4(tmp_path):
+    """Issue 30's size target: 100 boosted depth-6 trees over 50 features
+    built for a Cortex-M4F at -Os take at most 12 bytes of flash (text +
+    data) per split node, code included, with float32 leaves (docs/c.md,
+    Tables).  Before the nodes on each tree's last level left the feature
+    and offset tables, trees of this shape took about 13."""
+    from tests.parity.test_c_batch import _grown_tree
+    rng = np.random.default_rng(30)
+    # shaped like LightGBM's at max_depth 6: each node splits with probability 0.93, so a few leaves
+    # sit above the last level
+    bank = ir.concat_trees([_grown_tree(rng, 50, 6, 0.93) for _ in range(100)])
+    m = ir.model(ir.features_from_costs(np.ones(50)), [bank], 0, task=ir.binary_task())
+    n_splits = int((bank.feature >= 0).sum())
+    assert bank.feature.shape[0] < 100 * 127      # not all complete: leaves above the last level too
+    compile_c(m, tmp_path, prefix="sfm")
+    obj = tmp_path / "m4.o"
+    subprocess.run(["arm-none-eabi-gcc", *C_FLAGS, "-Os", "-mcpu=cortex-m4", "-mthumb", "-mfloat-abi=hard",
+                    "-mfpu=fpv4-sp-d16", "-c", "-o", str(obj), str(tmp_path / "sfm.c")], check=True)
+    size = subprocess.run(["arm-none-eabi-size", str(obj)], capture_output=True, text=True, check=True).stdout
+    text, data = map(int, size.splitlines()[1].split()[:2])
+    assert (text + data) / n_splits <= 12.0, (text + data, n_splits)

@@ -145,9 +145,10 @@ def _complete_trees(rng, n_trees, depth, n_features):
 
 @pytest.mark.slow     # two builds of a 66,000-node model: about half a minute
 def test_table_widths_past_8_and_16_bits():
-    """Past 65,536 nodes (32-bit roots), a tree whose child offsets pass 255
-    (16-bit offsets) and 200 features (16-bit feature fields): the narrow
-    types are chosen per model and the results stay exact."""
+    """Past 65,536 nodes (32-bit tail starts; the roots, slots of the nodes
+    above each tree's last level, stay 16-bit), a tree whose child offsets
+    pass 255 (16-bit offsets) and 200 features (16-bit feature fields): the
+    narrow types are chosen per table and model and the results stay exact."""
     from skinflint.compilers.c import render
     rng = np.random.default_rng(5)
     F = 200
@@ -156,9 +157,77 @@ def test_table_widths_past_8_and_16_bits():
                  task=ir.regression_task())
     assert m.nodes[0].feature.shape[0] > 65536
     src = render(m, "sfm")["sfm.c"]
-    for table, ctype in (("tree_root", "uint32_t"), ("tn_off", "uint16_t"), ("tn_fm", "uint16_t")):
+    for table, ctype in (("tree_tail", "uint32_t"), ("tree_root", "uint16_t"), ("tn_off", "uint16_t"),
+                         ("tn_fm", "uint16_t")):
         assert f"static const {ctype} {table}[]" in src, table
     X, b = _rows_and_budgets(m, n=40)
     got = CRuntime(m).predict(X, budget=b)
     _same(got, predict(m, X, b))
     _same(got, CRuntime(m, api="rows").predict(X, budget=b))
+
+
+def _grown_tree(rng, n_features, max_depth, p_split):
+    """A random tree whose leaves lie on every level (each node splits with
+    probability p_split up to max_depth), nodes numbered depth first."""
+    nodes = []
+
+    def grow(level):
+        i = len(nodes)
+        nodes.append(None)
+        if level < max_depth and (level == 0 or rng.random() < p_split):
+            left = grow(level + 1)
+            right = grow(level + 1)
+            nodes[i] = (int(rng.integers(0, n_features)), float(rng.normal()), left, right)
+        else:
+            nodes[i] = (-1, 0.0, -1, -1)
+        return i
+    grow(0)
+    n = len(nodes)
+    return dict(feature=[f for f, _, _, _ in nodes], threshold=np.float32([t for _, t, _, _ in nodes]),
+                left=[le for _, _, le, _ in nodes], right=[r for _, _, _, r in nodes],
+                value=rng.normal(size=n).astype(np.float32), missing_left=rng.random(n) < 0.5)
+
+
+def _caterpillar(rng, n_features, depth):
+    """A split per level with a leaf beside it, on alternate sides."""
+    feature, left, right = [], [], []
+    for k in range(depth):
+        s, leaf = len(feature), len(feature) + 1
+        feature += [int(rng.integers(0, n_features)), -1]
+        left += [leaf if k % 2 else s + 2, -1]
+        right += [s + 2 if k % 2 else leaf, -1]
+    feature.append(-1)
+    left.append(-1)
+    right.append(-1)
+    n = len(feature)
+    return dict(feature=feature, threshold=rng.normal(size=n).astype(np.float32), left=left, right=right,
+                value=rng.normal(size=n).astype(np.float32), missing_left=rng.random(n) < 0.5)
+
+
+def _leaf_only(value):
+    return dict(feature=[-1], threshold=np.float32([0.0]), left=[-1], right=[-1], value=np.float32([value]))
+
+
+@pytest.mark.parametrize("precision", ["float32", "float64"])
+def test_trees_with_leaves_on_every_level(precision):
+    """The tables keep no feature or offset entry for a tree's last level
+    (docs/c.md, Tables): trees that are one leaf (first, between and last),
+    caterpillars of depth 1 to 9 and random trees with leaves on every level
+    score as the reference does, in the batch walk (NaN and NaN-free blocks,
+    -O2 and -Os), one row at a time and on demand."""
+    rng = np.random.default_rng(11)
+    F = 7
+    trees = ([_leaf_only(0.25)] + [_caterpillar(rng, F, d) for d in range(1, 10)] + [_leaf_only(-0.5)]
+             + [_grown_tree(rng, F, 8, 0.7) for _ in range(24)] + [_leaf_only(0.125)])
+    m = ir.model(ir.features_from_costs(rng.choice([0.5, 1.0, 2.0], F)), [ir.concat_trees(trees)], 0,
+                 task=ir.regression_task())
+    if precision == "float64":
+        m = with_float64_banks(m)
+    X, b = _rows_and_budgets(m, n=77)
+    clean = np.where(np.isnan(X), np.float32(0.5), X)
+    ref_rt = CRuntime(m, api="rows")
+    for rt in (CRuntime(m), CRuntime(m, opt="-Os"), CRuntime(m, api="lazy")):
+        for rows_in in (X, clean):
+            got = rt.predict(rows_in, budget=b)
+            _same(got, predict(m, rows_in, b))
+            _same(got, ref_rt.predict(rows_in, budget=b))
