@@ -14,6 +14,7 @@ LambdaMART Greedy Miser against LightGBM with the same trees (rounds, depth, lea
     python benchmarks/bench_rank.py --size yahoo                    # ~470k documents x 519 features
     python benchmarks/bench_rank.py --plot docs/img/ranking_tiny.png
     python benchmarks/bench_rank.py --only gbrt,greedy-miser,lightgbm
+    python benchmarks/bench_rank.py --only gbrt,early-exit,cascade      # the exit rules and ranking cascades
     python benchmarks/bench_rank.py --train train.svm --valid valid.svm --test test.svm --costs costs.csv
 """
 from __future__ import annotations
@@ -47,6 +48,7 @@ SIZES = {  # queries, features, rounds
 GM_GRID = (5e-6, 1e-5, 2e-5, 3e-5, 5e-5, 1e-4, 3e-4)   # lambda per row, in Yahoo cost units (mean cost ~36)
 EE_GRID = (0.0, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0)
 CASCADE_TOLERANCES = (0.0, 0.005, 0.01, 0.02, 0.05)   # validation NDCG@5 a ranking cascade may give up
+CASCADE_GM_LAMBDA = 2e-5      # the Greedy Miser bank the "cascade" part cuts (the tiny set's best LambdaMART lambda)
 CEGB_GRID = (1e-5, 3e-5, 1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 0.1, 0.3)
 
 
@@ -116,13 +118,29 @@ def run_exit_rules(m, tr, va, te, rows):
         rr, vr = rank_queries(row_model, te.X, te.qid), rank_queries(row_model, va.X, va.qid)
         rows.append(_exit_row(f"Early Exit per row (s={thr:g})", "Early Exit (per row)", rr, te, thr,
                               ndcg(va.y, vr.scores, va.qid, order=vr.order)))
-    # a ranking cascade on the same bank: 3 equal stages, top-k cutoffs chosen on validation (CascadeRanker)
+    run_cascades(m, va, te, rows, "Ranking cascade")
+
+
+def run_cascades(m, va, te, rows, family):
+    """Ranking cascades on ``m``'s bank: 3 equal stages, top-k cutoffs chosen on validation (CascadeRanker)."""
     after = stage_checkpoints(m.n_estimators_, 3)
     for tol in CASCADE_TOLERANCES:
         keep, _, _ = choose_cutoffs(m.model_, after, va.X, va.y, va.qid, tolerance=tol)
         r = rank_queries(with_cutoffs(m.model_, after, keep), te.X, te.qid)
         cut = ", ".join(f"{k} after {a}" for a, k in zip(after, keep, strict=True) if k) or "none"
-        rows.append(_exit_row(f"Cascade (tol {tol:g}: top {cut})", "Ranking cascade", r, te, tol, np.nan))
+        rows.append(_exit_row(f"{family} (tol {tol:g}: top {cut})", family, r, te, tol, np.nan))
+
+
+def run_gm_cascades(tr, va, te, costs, tree, rows):
+    """The cascade the method is meant for: cutoffs on a cost-sensitive (Greedy Miser LambdaMART) bank."""
+    common = dict(feature_costs=costs, tree_eval_cost=1.0, verbose=0, random_state=0, n_iter_no_change=50, **tree)
+    t0 = time.perf_counter()
+    m = GreedyMiserRanker(objective="lambdarank", cost_tradeoff=CASCADE_GM_LAMBDA, **common).fit(
+        tr.X, tr.y, tr.qid, eval_set=(va.X, va.y, va.qid))
+    name = f"Greedy Miser LambdaMART (lambda={CASCADE_GM_LAMBDA:g})"
+    rows.append(measured(name, "Greedy Miser LambdaMART", m.model_, te, time.perf_counter() - t0,
+                         trees=m.n_estimators_))
+    run_cascades(m, va, te, rows, f"Cascade on Greedy Miser lambda={CASCADE_GM_LAMBDA:g}")
 
 
 def exit_summary(rows):
@@ -344,7 +362,7 @@ def main(argv=None):
     ap.add_argument("--train"), ap.add_argument("--valid"), ap.add_argument("--test"), ap.add_argument("--costs")
     ap.add_argument("--rounds", type=int, help="boosting rounds (default: by --size)")
     ap.add_argument("--depth", type=int, default=4)
-    ap.add_argument("--only", default="gbrt,greedy-miser,early-exit,cronus,cscc,cstc,astc,afr,lightgbm,cegb",
+    ap.add_argument("--only", default="gbrt,greedy-miser,early-exit,cascade,cronus,cscc,cstc,astc,afr,lightgbm,cegb",
                     help="comma-separated parts to run")
     ap.add_argument("--plot")
     ap.add_argument("--rank-overhead", action="store_true",
@@ -363,6 +381,8 @@ def main(argv=None):
           f"{tr.X.shape[1]} features, {rounds} rounds of depth {args.depth}, {threads} threads ==")
     rows = []
     run_rankers(tr, va, te, costs, tree, rows, only)
+    if "cascade" in only:
+        run_gm_cascades(tr, va, te, costs, tree, rows)
     run_papers_baselines(tr, va, te, costs, tree, rows, only)
     if "lightgbm" in only:
         run_lightgbm(tr, va, te, costs, tree, rows, only, threads)
