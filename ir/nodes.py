@@ -569,8 +569,8 @@ class QueryExitNode:
 
     * ``rule[j] == QX_PROXIMITY``: every document ranked past ``keep[j]``
       whose score is at least ``gap[j]`` below the ``keep[j]``-th best
-      leaves (``kth - score >= gap``, computed in float64, exact for
-      float32 scores; Cambazoglu et al. 2010 with ``gap = s (T - i)/(T - 1)``);
+      leaves (``kth - score >= gap``, one IEEE float64 subtraction of the
+      two float32 scores; Cambazoglu et al. 2010 with ``gap = s (T - i)/(T - 1)``);
     * ``rule[j] == QX_CUTOFF``: every document ranked past ``keep[j]`` leaves
       (the query's top ``keep[j]`` go on: a multi-stage ranking cascade).
 

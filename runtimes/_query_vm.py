@@ -16,7 +16,8 @@ At checkpoint j (``after[j]`` trees done) the documents still in, those not
 dropped or halted, are ranked by score, highest first, ties by position in
 the query; past rank ``keep[j]`` a document is dropped when the rule says so
 (docs/ranking.md): ``kth - score >= gap[j]`` in float64 for the proximity
-rule (exact: both are float32), always for a cutoff.
+rule (one IEEE subtraction of the two float32 scores widened to float64, as
+every backend must do it), always for a cutoff.
 """
 import numpy as np
 from numba import njit, prange
