@@ -98,13 +98,28 @@ def solve_trees(order, ooff, left, right, feature, err, B, root_cost):
 
 
 @njit(cache=True)
-def node_charges(node_k, unit_k, cap, share, M):
+def node_charges(seg, seg_unit, node_k, cap, share, M):
     """B_h = sum over the triples first touched at h of cap_u * s (triples
-    in (unit, row) order, read sequentially)."""
+    in (unit, row) order, read sequentially: one fixed order of the sums)."""
     B = np.zeros(M)
-    for p in range(node_k.shape[0]):
-        B[node_k[p]] += cap[unit_k[p]] * share[p]
+    for j in range(seg.shape[0] - 1):
+        c = cap[seg_unit[j]]
+        for p in range(seg[j], seg[j + 1]):
+            B[node_k[p]] += c * share[p]
     return B
+
+
+@njit(cache=True, parallel=True)
+def segment_any(seg, node_k, kept):
+    """Per (unit, row): whether some kept tree's node pays it."""
+    n = seg.shape[0] - 1
+    used = np.zeros(n, np.bool_)
+    for j in prange(n):
+        for p in range(seg[j], seg[j + 1]):
+            if kept[node_k[p]]:
+                used[j] = True
+                break
+    return used
 
 
 @njit(cache=True, parallel=True)
@@ -143,13 +158,13 @@ def dual_step(seg, node_k, kept, share, eta):
 
 
 @njit(cache=True)
-def polish(order, ooff, toff, left, right, feature, err, t_node, t_unit, seg_of, cap, root_cost, kept, alive,
-           n_seg, sweeps):
+def polish(order, ooff, toff, left, right, feature, err, t_node, seg_of, seg_unit, cap, root_cost, kept, alive,
+           sweeps):
     """Exact block coordinate descent on the 0-1 objective (see the module
     docstring); ``kept``/``alive`` are updated in place."""
     T = ooff.shape[0] - 1
     M = feature.shape[0]
-    users = np.zeros(n_seg, np.int64)
+    users = np.zeros(seg_unit.shape[0], np.int64)
     for q in range(t_node.shape[0]):
         if kept[t_node[q]]:
             users[seg_of[q]] += 1
@@ -167,7 +182,7 @@ def polish(order, ooff, toff, left, right, feature, err, t_node, t_unit, seg_of,
                 B[order[j]] = 0.0
             for q in range(a, b):
                 if users[seg_of[q]] == 0:
-                    B[t_node[q]] += cap[t_unit[q]]
+                    B[t_node[q]] += cap[seg_unit[seg_of[q]]]
             before = kept[order[ooff[t]:ooff[t + 1]]].copy()
             for j in range(ooff[t], ooff[t + 1]):
                 alive[order[j]] = False

@@ -23,10 +23,12 @@ def _next(feature, threshold, left, right, missing_left, h, x):
 
 @njit(cache=True)
 def _walk_tree(feature, threshold, left, right, missing_left, root, X, unit_of, group_of, stamp,
-               leaf_of_t, node_rows, out_node, out_unit, out_row, start):
+               leaf_of_t, node_rows, out_node, out_key, start):
     """One tree over all rows; with ``out_node`` empty it only counts the
-    first touches (the first pass), else it writes them from ``start``."""
+    first touches (the first pass), else it writes them from ``start``: the
+    node and the key ``unit * N + row``."""
     n = 0
+    N = X.shape[0]
     write = out_node.shape[0] > 0
     for i in range(X.shape[0]):
         x = X[i]
@@ -41,13 +43,13 @@ def _walk_tree(feature, threshold, left, right, missing_left, root, X, unit_of, 
             if stamp[u] != tag:
                 stamp[u] = tag
                 if write:
-                    out_node[start + n], out_unit[start + n], out_row[start + n] = h, u, i
+                    out_node[start + n], out_key[start + n] = h, u * N + i
                 n += 1
             g = group_of[f]
             if g >= 0 and stamp[g] != tag:
                 stamp[g] = tag
                 if write:
-                    out_node[start + n], out_unit[start + n], out_row[start + n] = h, g, i
+                    out_node[start + n], out_key[start + n] = h, g * N + i
                 n += 1
             h = _next(feature, threshold, left, right, missing_left, h, x)
         leaf_of_t[i] = h
@@ -56,30 +58,166 @@ def _walk_tree(feature, threshold, left, right, missing_left, root, X, unit_of, 
 
 @njit(cache=True, parallel=True)
 def route_bank(feature, threshold, left, right, missing_left, roots, X, unit_of, group_of, n_units):
-    """(rows per node [M], leaf reached [T, N], first-touch triples (node,
-    unit, row) in tree-major order, offsets [T + 1] of each tree's)."""
+    """(rows per node [M], leaf reached [T, N], first touches in tree-major
+    order: node [S] and key ``unit * N + row`` [S], offsets [T + 1] of each
+    tree's)."""
     T, N, M = roots.shape[0], X.shape[0], feature.shape[0]
     leaf_of = np.empty((T, N), np.int32)
     node_rows = np.zeros(M, np.int64)
     counts = np.zeros(T, np.int64)
     empty = np.empty(0, np.int32)
+    empty_key = np.empty(0, np.int64)
     for t in prange(T):
         stamp = np.zeros(n_units, np.int64)
         counts[t] = _walk_tree(feature, threshold, left, right, missing_left, roots[t], X, unit_of, group_of,
-                               stamp, leaf_of[t], node_rows, empty, empty, empty, 0)
+                               stamp, leaf_of[t], node_rows, empty, empty_key, 0)
     off = np.zeros(T + 1, np.int64)
     for t in range(T):
         off[t + 1] = off[t] + counts[t]
     S = off[T]
     t_node = np.empty(S, np.int32)
-    t_unit = np.empty(S, np.int32)
-    t_row = np.empty(S, np.int32)
+    t_key = np.empty(S, np.int64)
     scratch = np.zeros(M, np.int64)                # rows are counted once (first pass) only
     for t in prange(T):
         stamp = np.zeros(n_units, np.int64)
         _walk_tree(feature, threshold, left, right, missing_left, roots[t], X, unit_of, group_of, stamp,
-                   leaf_of[t], scratch, t_node, t_unit, t_row, off[t])
-    return node_rows, leaf_of, t_node, t_unit, t_row, off
+                   leaf_of[t], scratch, t_node, t_key, off[t])
+    return node_rows, leaf_of, t_node, t_key, off
+
+
+@njit(cache=True)
+def group_triples(t_node, t_key, n_units, N):
+    """The first touches grouped by (unit, row): a stable counting sort of
+    the keys (by unit, then by row within a unit), so the triples of one
+    (u, i) are contiguous and in tree order, as a stable argsort would put
+    them, in O(S + units * N) time and O(S + N) memory.  Returns the
+    segments' offsets [n_seg + 1] and units [n_seg], each triple's node in
+    that order [S], and each tree-major triple's segment [S]."""
+    S = t_key.shape[0]
+    ustart = np.zeros(n_units + 1, np.int64)
+    for q in range(S):
+        ustart[t_key[q] // N + 1] += 1
+    for u in range(n_units):
+        ustart[u + 1] += ustart[u]
+    fill = ustart[:-1].copy()
+    perm = np.empty(S, np.int64)                   # triples by unit, tree-major within one
+    for q in range(S):
+        u = t_key[q] // N
+        perm[fill[u]] = q
+        fill[u] += 1
+    count = np.zeros(N, np.int64)
+    n_seg = 0
+    for u in range(n_units):
+        for p in range(ustart[u], ustart[u + 1]):
+            r = t_key[perm[p]] - u * N
+            if count[r] == 0:
+                n_seg += 1
+            count[r] += 1
+        for p in range(ustart[u], ustart[u + 1]):
+            count[t_key[perm[p]] - u * N] = 0
+    seg = np.empty(n_seg + 1, np.int64)
+    seg_unit = np.empty(n_seg, np.int64)
+    node_k = np.empty(S, np.int32)
+    seg_of = np.empty(S, np.int32)
+    ptr = np.empty(N, np.int64)
+    sid = np.empty(N, np.int64)
+    j, pos = 0, 0
+    for u in range(n_units):
+        a, b = ustart[u], ustart[u + 1]
+        if a == b:
+            continue
+        for p in range(a, b):
+            count[t_key[perm[p]] - u * N] += 1
+        for r in range(N):                         # rows ascending: the segments' order
+            if count[r]:
+                seg[j], seg_unit[j], sid[r], ptr[r] = pos, u, j, pos
+                pos += count[r]
+                count[r] = 0
+                j += 1
+        for p in range(a, b):
+            q = perm[p]
+            r = t_key[q] - u * N
+            node_k[ptr[r]] = t_node[q]
+            ptr[r] += 1
+            seg_of[q] = sid[r]
+    seg[n_seg] = S
+    return seg, seg_unit, node_k, seg_of
+
+
+@njit(cache=True, parallel=True)
+def leaf_index(feature, threshold, left, right, missing_left, roots, X):
+    """[T, N] the leaf each row reaches in each tree."""
+    T, N = roots.shape[0], X.shape[0]
+    leaf_of = np.empty((T, N), np.int32)
+    for t in prange(T):
+        for i in range(N):
+            h = roots[t]
+            while feature[h] >= 0:
+                h = _next(feature, threshold, left, right, missing_left, h, X[i])
+            leaf_of[t, i] = h
+    return leaf_of
+
+
+@njit(cache=True, parallel=True)
+def error_counts(order, ooff, left, right, feature, leaf_of, y_class, pred, n_classes):
+    """Per node, the number of validation rows that reach it whose class is
+    not the node's label ``pred``: the misclassification surrogate, from the
+    rows' leaves and one bottom-up pass per tree (children before parents in
+    reversed preorder) instead of a walk per row."""
+    M = feature.shape[0]
+    T, N = leaf_of.shape
+    cnt = np.zeros((M, n_classes), np.int64)
+    err = np.zeros(M)
+    for t in prange(T):
+        for i in range(N):
+            cnt[leaf_of[t, i], y_class[i]] += 1
+        for j in range(ooff[t + 1] - 1, ooff[t] - 1, -1):
+            h = order[j]
+            if feature[h] >= 0:
+                for c in range(n_classes):
+                    cnt[h, c] = cnt[left[h], c] + cnt[right[h], c]
+            n = 0
+            for c in range(n_classes):
+                n += cnt[h, c]
+            right_ = cnt[h, pred[h]] if pred[h] < n_classes else 0
+            err[h] = float(n - right_)
+    return err
+
+
+@njit(cache=True)
+def labels_of(node_value):
+    """A node's label: argmax of its values, or value > 0 with one output."""
+    M, K = node_value.shape
+    pred = np.empty(M, np.int64)
+    for h in range(M):
+        if K == 1:
+            pred[h] = 1 if node_value[h, 0] > 0 else 0
+        else:
+            pred[h] = np.argmax(node_value[h])
+    return pred
+
+
+@njit(cache=True, parallel=True)
+def refit_values(order, ooff, left, right, feature, node_rows, value):
+    """[M, K] the mean, over the rows that reach each internal node, of the
+    leaf values below it (leaves keep theirs; a node no row reaches takes
+    the plain mean of its children's), children before parents."""
+    M, K = value.shape
+    total = np.zeros((M, K))
+    val = value.copy()
+    for t in prange(ooff.shape[0] - 1):
+        for j in range(ooff[t + 1] - 1, ooff[t] - 1, -1):
+            h = order[j]
+            if feature[h] < 0:
+                if node_rows[h]:
+                    for k in range(K):
+                        total[h, k] = value[h, k] * node_rows[h]
+                continue
+            lft, rgt, n = left[h], right[h], node_rows[h]
+            for k in range(K):
+                total[h, k] = total[lft, k] + total[rgt, k]
+                val[h, k] = total[h, k] / n if n else 0.5 * (val[lft, k] + val[rgt, k])
+    return val
 
 
 @njit(cache=True, parallel=True)

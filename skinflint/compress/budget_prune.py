@@ -42,7 +42,7 @@ from ..ir import builders
 from ..ir.nodes import TreesNode
 from . import _prune_kernels as K
 from ._loss_refit import LOGISTIC, SQUARED, mean_loss, refit_and_losses
-from ._routing import path_errors, route_bank
+from ._routing import error_counts, group_triples, labels_of, path_errors, refit_values, route_bank
 
 DEFAULT_ITERATIONS = 40
 BOOSTED_ROUNDS = 4        # re-scorings of a boosted ensemble against its pruned self
@@ -111,7 +111,7 @@ def _units(model):
             unit_cost)
 
 
-def _node_values(bank, node_rows, leaf_of, order, ooff, mode):
+def _node_values(bank, node_rows, order, ooff, mode):
     """[M, K] what each node predicts when the tree ends there."""
     internal = bank.feature >= 0
     if mode == "auto":
@@ -120,20 +120,9 @@ def _node_values(bank, node_rows, leaf_of, order, ooff, mode):
         return np.asarray(bank.value, np.float64), mode
     if mode != "refit":
         raise ValueError(f"node_values: {mode!r}; expected 'auto', 'source' or 'refit'")
-    M, Kout = bank.value.shape
-    total = np.zeros((M, Kout))
-    leaves, counts = np.unique(leaf_of, return_counts=True)
-    total[leaves] = bank.value[leaves] * counts[:, None]
-    val = np.array(bank.value, np.float64)
-    # children before parents: reversed preorder, one vectorised level at a
-    # time would need depths; the bank's preorder gives it directly
-    for h in order[::-1]:
-        if internal[h]:
-            lft, rgt = bank.left[h], bank.right[h]
-            total[h] = total[lft] + total[rgt]
-            n = node_rows[h]
-            val[h] = total[h] / n if n else 0.5 * (val[lft] + val[rgt])
-    return val, mode
+    left, right, feature = (np.asarray(a, np.int64) for a in (bank.left, bank.right, bank.feature))
+    return refit_values(order, ooff, left, right, feature, node_rows,
+                        np.ascontiguousarray(bank.value, np.float64)), mode
 
 
 class _Problem:
@@ -155,8 +144,10 @@ class _Problem:
         owner = bank.tree_ranges()
         per_tree = np.bincount(owner[owner >= 0], minlength=bank.n_trees)
         self.order, self.ooff = K.preorder(roots, lft, rgt, f, per_tree)
-        node_rows, leaf_of, t_node, t_unit, t_row, self.toff = route_bank(
+        node_rows, leaf_of, t_node, t_key, self.toff = route_bank(
             f, thr, lft, rgt, ml, roots, X, unit_of, group_of, len(self.unit_cost))
+        self._segments(t_node, t_key)
+        del t_key
         y_class, y_value, classify = _labels(model, y)
         self.ensemble = _ensemble(model, bank, ensemble)
         if self.ensemble == "boosted":
@@ -173,10 +164,8 @@ class _Problem:
             value, loss, _ = self._rescore(source, np.ones(len(source), bool), True)
             self.value, self.node_values, self.loss = value[:, None], "loss-refit", "ensemble"
             self.err = loss / self.N
-            self._segments(t_node, t_unit, t_row)
             return
-        self.value, self.node_values = _node_values(bank, node_rows, leaf_of, self.order, self.ooff,
-                                                    node_values)
+        self.value, self.node_values = _node_values(bank, node_rows, self.order, self.ooff, node_values)
         if loss not in LOSSES:
             raise ValueError(f"loss: {loss!r}; expected one of {list(LOSSES)}")
         if not classify:
@@ -185,22 +174,24 @@ class _Problem:
             raise ValueError("loss='brier' reads the node values as class probabilities; this model's "
                              f"values are {model.task.transform} margins: use loss='error'")
         self.loss = loss
-        err = path_errors(f, thr, lft, rgt, ml, roots, X, self.value, y_class, y_value, LOSSES[loss])
+        if loss == "error":                        # counts from the rows' leaves: no walk per row
+            err = error_counts(self.order, self.ooff, lft, rgt, f, leaf_of, y_class, labels_of(self.value),
+                               len(model.task.classes))
+        else:
+            err = path_errors(f, thr, lft, rgt, ml, roots, X, self.value, y_class, y_value, LOSSES[loss])
         self.err = err / (self.N * bank.n_trees)
-        self._segments(t_node, t_unit, t_row)
 
-    def _segments(self, t_node, t_unit, t_row):
-        """(unit, row) segments: the triples of one (u, i) across trees."""
-        key = t_unit.astype(np.int64) * self.N + t_row
-        self.by_key = np.argsort(key, kind="stable")
-        sk = key[self.by_key]
-        starts = np.flatnonzero(np.r_[True, sk[1:] != sk[:-1]])
-        self.seg = np.r_[starts, len(sk)].astype(np.int64)
-        self.seg_of = np.empty(len(key), np.int64)
-        self.seg_of[self.by_key] = np.repeat(np.arange(len(starts)), np.diff(self.seg))
-        self.seg_cost = self.unit_cost[sk[starts] // self.N] if len(starts) else np.zeros(0)
-        self.t_node, self.t_unit = t_node, t_unit
-        self.node_k, self.unit_k = t_node[self.by_key], t_unit[self.by_key]
+    def _segments(self, t_node, t_key):
+        """(unit, row) segments: the triples of one (u, i) across trees,
+        about 20 bytes per triple while solving (node in both orders, its
+        segment, its dual share)."""
+        if t_key.shape[0] >= 2 ** 31:
+            raise ValueError(f"BudgetPrune: {t_key.shape[0]} (tree, row, feature) first touches are more than "
+                             "2^31; prune on fewer validation rows")
+        self.seg, seg_unit, self.node_k, self.seg_of = group_triples(t_node, t_key, len(self.unit_cost), self.N)
+        self.seg_unit = seg_unit
+        self.seg_cost = self.unit_cost[seg_unit]
+        self.t_node = t_node
 
     def objective(self, kept, alive, lam, used, err):
         error = float(err[alive & ~kept].sum())
@@ -236,7 +227,7 @@ class _Problem:
         share = np.repeat(1.0 / np.diff(self.seg), np.diff(self.seg))
         best, best_dual, best_sol = np.inf, -np.inf, None
         for k in range(iterations):
-            B = K.node_charges(self.node_k, self.unit_k, cap, share, f.shape[0])
+            B = K.node_charges(self.seg, self.seg_unit, self.node_k, cap, share, f.shape[0])
             kept, alive, dual = K.solve_trees(self.order, self.ooff, lft, rgt, f, err, B, root_cost)
             best_dual = max(best_dual, float(dual.sum()))
             used = K.dual_step(self.seg, self.node_k, kept, share, 0.5 / np.sqrt(k + 1.0))
@@ -245,42 +236,42 @@ class _Problem:
                 best, best_sol = obj[0], (kept.copy(), alive.copy())
         kept, alive = best_sol
         if polish_sweeps:
-            K.polish(self.order, self.ooff, self.toff, lft, rgt, f, err, self.t_node, self.t_unit,
-                     self.seg_of, cap, root_cost, kept, alive, len(self.seg) - 1, polish_sweeps)
-        used = (np.logical_or.reduceat(kept[self.node_k], self.seg[:-1]) if len(self.node_k)
-                else np.zeros(0, bool))
+            K.polish(self.order, self.ooff, self.toff, lft, rgt, f, err, self.t_node, self.seg_of,
+                     self.seg_unit, cap, root_cost, kept, alive, polish_sweeps)
+        used = K.segment_any(self.seg, self.node_k, kept)
         obj, error, cost = self.objective(kept, alive, lam, used, err)
         return kept, alive, error, cost, obj - best_dual
 
 
 def _pruned_bank(bank, value, kept, alive, order, ooff):
     """The pruned trees as a new bank; trees pruned to their root join the
-    base score."""
-    trees, base = [], np.array(bank.base_score, np.float64)
-    costs = []
-    for t in range(bank.n_trees):
-        nodes = order[ooff[t]:ooff[t + 1]]
-        nodes = nodes[alive[nodes]]
-        root = nodes[0]
-        if not kept[root]:
-            base = base + value[root]
-            continue
-        local = np.full(bank.feature.shape[0], -1, np.int64)
-        local[nodes] = np.arange(len(nodes))
-        split = kept[nodes]
-        trees.append({"feature": np.where(split, bank.feature[nodes], -1),
-                      "threshold": np.where(split, bank.threshold[nodes], 0.0),
-                      "left": np.where(split, local[bank.left[nodes]], -1),
-                      "right": np.where(split, local[bank.right[nodes]], -1),
-                      "value": np.where(split[:, None], 0.0, value[nodes]),
-                      "missing_left": np.where(split, bank.missing_left[nodes], True)})
-        costs.append(bank.tree_cost[t])
-    if not trees:                                 # a bank holds one tree at least: a constant one
-        trees = [{"feature": [-1], "threshold": [0.0], "left": [-1], "right": [-1],
-                  "value": np.zeros((1, value.shape[1])), "missing_left": [True]}]
-        costs = [0.0]
-    return builders.concat_trees(trees, tree_cost=np.asarray(costs), base_score=base, name=bank.name,
-                                 precision=bank.precision, divisor=bank.divisor)
+    base score.  Vectorised over the nodes: the alive nodes of the kept
+    trees, in each tree's preorder, renumbered from 0."""
+    T = bank.n_trees
+    roots = order[ooff[:-1]]                       # a tree's preorder starts at its root
+    stays = kept[roots]
+    base = np.array(bank.base_score, np.float64)
+    for t in np.flatnonzero(~stays):               # tree order, as the source adds them
+        base = base + value[roots[t]]
+    tree_of = np.repeat(np.arange(T), np.diff(ooff))
+    sel = alive[order] & stays[tree_of]
+    nodes = order[sel]
+    if not nodes.size:                            # a bank holds one tree at least: a constant one
+        return builders.trees_from_arrays([-1], [0.0], [-1], [-1], np.zeros((1, value.shape[1])),
+                                          roots=[0], missing_left=[True], tree_cost=np.zeros(1),
+                                          base_score=base, name=bank.name, precision=bank.precision,
+                                          divisor=bank.divisor)
+    new = np.full(bank.feature.shape[0], -1, np.int64)
+    new[nodes] = np.arange(nodes.size)
+    sizes = np.bincount(tree_of[sel], minlength=T)[stays]
+    split = kept[nodes]
+    return builders.trees_from_arrays(
+        np.where(split, bank.feature[nodes], -1), np.where(split, bank.threshold[nodes], 0.0),
+        np.where(split, new[bank.left[nodes]], -1), np.where(split, new[bank.right[nodes]], -1),
+        np.where(split[:, None], 0.0, value[nodes]), roots=np.r_[0, np.cumsum(sizes)[:-1]],
+        missing_left=np.where(split, bank.missing_left[nodes], True),
+        tree_cost=np.asarray(bank.tree_cost, np.float64)[stays], base_score=base, name=bank.name,
+        precision=bank.precision, divisor=bank.divisor)
 
 
 def _model_of(problem, kept, alive, lam, error, cost, gap):
