@@ -108,11 +108,16 @@ class AFRClassifier(CostSensitiveClassifier):
     checkpoints_ : list of dict
         Per checkpoint: n_trees, w, b, C, lam (at the time it was stored),
         static_cost and new_features (names of the features it reads that
-        the previous checkpoint does not), both from the IR.
+        the previous checkpoint does not), both from the IR.  Multiclass:
+        n_trees, w, b, C and lam are lists over the classes, and platt
+        holds each class's Platt (A, B).
     trees_ : list of dict
-        Every tree in training order with its dimension ``dim``.
-    n_dims_ : int
-        Dimensions of the final representation.
+        Every tree in training order with its dimension ``dim`` (and class
+        ``cls`` when multiclass).
+    n_dims_ : int or list of int
+        Dimensions of the final representation (per class when multiclass).
+    C_ : float or list of float
+        The SVM's learned C (per class when multiclass).
     """
 
     def __init__(self, *, dims_per_block=20, trees_per_dim=10, lambda0=0.1, lambda_units="relative",
