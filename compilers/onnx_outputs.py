@@ -34,7 +34,7 @@ def _outputs(g: Graph, model, scores, extra):
     outs = []
 
     def out(src, name, elem, shape):
-        g.rename(g.slice(src, 0, -1, 0), name)     # without the padding row (compile_onnx.padded_inputs)
+        g.slice(src, 0, -1, 0, out=name)     # without the padding row (compile_onnx.padded_inputs)
         outs.append(helper.make_tensor_value_info(name, elem, shape))
 
     if task.kind == "regression":

@@ -117,8 +117,5 @@ class Routing(Part):
         prior before any)."""
         g = self.g
         vals = self.values.checkpoint_values()
-        K = int(self.m.task.n_outputs)
         with g.scope("route/scores", root=True):
-            pick = g.op("Expand", g.unsqueeze(g.op("Add", stage, g.const(np.int64(1))), [1, 2]),
-                        g.concat([g.op("Shape", stage), g.const([1, K], np.int64)], 0))
-            return g.squeeze(g.op("GatherElements", vals, pick, axis=1), [1])
+            return self.values.pick_steps(vals, g.op("Add", stage, g.const(np.int64(1))))

@@ -51,6 +51,10 @@ class Forest:
     target: np.ndarray      # [n] -1 at internal nodes
     weight: np.ndarray      # [n] float32
     node: np.ndarray        # [n] the IR node each comes from (tn_* index)
+    # more votes of leaves, (forest node, target, weight) arrays: a leaf may
+    # vote for several targets (TreeEnsembleRegressor only; opset 5 gives a
+    # leaf one target)
+    extra: tuple | None = None
 
     @property
     def n_trees(self):
@@ -122,6 +126,8 @@ def tree_ensemble(g: Graph, X, forest: Forest, n_targets: int, op: str):
     """Emit the forest, SUM-aggregated; returns the output name ([N, n_targets] float32).
     Not for ``op="gather"``: its callers read the leaves of ``tree_walk``."""
     if op == "TreeEnsemble":
+        if forest.extra is not None:
+            raise ValueError("TreeEnsemble (ai.onnx.ml opset 5) gives a leaf one target")
         return _emit_v5(g, X, forest, n_targets)
     return _emit_v3(g, X, forest, n_targets)
 
@@ -170,6 +176,11 @@ def _emit_v3(g, X, f: Forest, n_targets):
     local = np.arange(f.tree.size) - roots[f.tree]      # root is node 0 of its tree
     leaf = f.feature < 0
     leaves = np.flatnonzero(leaf)
+    targets, weights = f.target[leaves], f.weight[leaves].astype(np.float32)
+    if f.extra is not None:
+        more, more_t, more_w = f.extra
+        leaves = np.r_[leaves, more]
+        targets, weights = np.r_[targets, more_t], np.r_[weights, np.asarray(more_w, np.float32)]
     return g.op("TreeEnsembleRegressor", X, domain="ai.onnx.ml",
                 nodes_treeids=f.tree.tolist(), nodes_nodeids=local.tolist(),
                 nodes_featureids=np.maximum(f.feature, 0).tolist(),
@@ -179,7 +190,6 @@ def _emit_v3(g, X, f: Forest, n_targets):
                 nodes_falsenodeids=np.where(leaf, 0, local[np.maximum(f.right, 0)]).tolist(),
                 nodes_missing_value_tracks_true=f.missing_left.tolist(),
                 target_treeids=f.tree[leaves].tolist(), target_nodeids=local[leaves].tolist(),
-                target_ids=f.target[leaves].tolist(),
-                target_weights=f.weight[leaves].astype(np.float32).tolist(),
+                target_ids=targets.tolist(), target_weights=weights.tolist(),
                 n_targets=int(n_targets), aggregate_function="SUM",
                 post_transform="NONE")

@@ -69,9 +69,11 @@ class Setup:
     lowered tables, the graph, the tree operator, the unit layout, the tree
     paths and the static schedule; ``never`` is a slot after every slot."""
 
-    def __init__(self, model, tab: Tables, g: Graph, tree_op, X="X", budget="budget"):
+    def __init__(self, model, tab: Tables, g: Graph, tree_op, X="X", budget="budget", small=False):
         self.m, self.t, self.g, self.op = model, tab, g, tree_op
         self.X, self.budget = X, budget
+        # the latency schedule (compile_onnx's batch_hint): fewer, larger-per-row ops
+        self.small = small
         self.F = model.n_features
         self.layout = UnitLayout(self.F, tab.tree_root.shape[0] if has_trees(tab) else 0,
                                  tab.sv_cost.shape[0] if has_kernels(tab) else 0)
@@ -90,6 +92,7 @@ class Part:
         self.m, self.t, self.g, self.op = setup.m, setup.t, setup.g, setup.op
         self.X, self.budget, self.F = setup.X, setup.budget, setup.F
         self.layout, self.paths, self.sched, self.never = setup.layout, setup.paths, setup.sched, setup.never
+        self.small = setup.small
 
 
 def has_trees(tab):
@@ -122,7 +125,16 @@ class Values(Part):
         super().__init__(setup)
         self._values: dict = {}
         self._leaf = None
+        self._major = None
+        self._ensemble: dict | None = None
         self._layout: LeafLayout | None = None
+        self.tree_major: set = set()    # nodes whose ``prefix`` is [steps + 1, N] (``_tree_prefix``)
+        self.rows_2d: set = set()       # nodes whose ``prefix`` is [N, steps + 1] (``_row_prefix``)
+        # what the tree operator's targets carry, set before it is emitted
+        # (``ensemble``): packed leaf numbers, leaf values, path-feature counts
+        self.need_starts = True
+        self.vote_values = False
+        self.touch_votes: np.ndarray | None = None
 
     # -- trees ------------------------------------------------------------
     def leaf_layout(self) -> LeafLayout:
@@ -162,7 +174,137 @@ class Values(Part):
 
     def leaf(self):
         """([N, T] int32, values table): per tree, where the values of the
-        leaf it reaches start in the table.
+        leaf it reaches start in the table (``leaf_major`` transposed; in
+        the latency schedule, each tree's own target votes it: no decoding)."""
+        if self._leaf is None and self.small and self.op != "gather" and self._starts_fit():
+            y = self.ensemble()["each_start"]
+            with self.g.scope("leaf/decode", root=True):
+                self._leaf = self.g.cast(y, I32), self.leaf_layout().vals
+        if self._leaf is None and self.small and self.op == "gather":
+            self._leaf = self._walked_leaf(), self.leaf_layout().vals
+        if self._leaf is None:
+            major, vals = self.leaf_major()
+            with self.g.scope("leaf/decode", root=True):
+                self._leaf = self.g.op("Transpose", major, perm=[1, 0]), vals
+        return self._leaf
+
+    # -- the tree operator and what its targets carry ---------------------
+    def _packing(self):
+        """(b, n_targets): the j-th tree on a target votes its leaf number
+        times 2^(b j), P = 24 // b trees to a target."""
+        lay = self.leaf_layout()
+        b = max(1, int(np.ceil(np.log2(max(2, lay.n_leaves.max())))))
+        return b, -(-self.layout.n_trees // max(1, 24 // b))
+
+    def _forest(self, parts):
+        """The forest of all trees, its leaves voting for ``parts`` (a list
+        of "starts", "values", "touches", in target order), and where each
+        part's targets begin."""
+        t, p = self.t, self.paths
+        T = self.layout.n_trees
+        lay = self.leaf_layout()
+        tree_of, local = p.tree_of, lay.local
+        b, n_packed = self._packing()
+        kinds = {
+            # tree i is digit i // targets of target i % targets: the digits
+            # then come out target by target within a digit, in tree order
+            "starts": (n_packed, lambda nodes: (tree_of[nodes] % n_packed, (
+                local[nodes] * 2.0 ** (b * (tree_of[nodes] // n_packed))).astype(np.float32))),
+            # one target per tree, its one vote the leaf's value
+            "values": (T, lambda nodes: (tree_of[nodes], t.leaf_value[t.tn_value[nodes]].astype(np.float32))),
+            # one target per tree, its one vote where the leaf's values start
+            # (an integer below 2^24: ``_starts_fit``)
+            "each_start": (T, lambda nodes: (tree_of[nodes], self._start_of_node()[nodes])),
+        }
+        first, at = {}, 0
+        forest, extra = None, []
+        for part in parts:
+            first[part] = at
+            if part == "touches":
+                extra.append(self._touch_votes(forest, at))
+                at += self.F
+                continue
+            n, vote = kinds[part]
+            if forest is None:
+                forest = ir_forest(t, p, np.arange(T), vote=lambda nodes, v=vote, a=at: (v(nodes)[0] + a, v(nodes)[1]))
+            else:
+                leaf = np.flatnonzero(forest.feature < 0)
+                tg, w = vote(forest.node[leaf])
+                extra.append((leaf, tg + at, w))
+            at += n
+        if extra:
+            forest.extra = tuple(np.concatenate(c) for c in zip(*extra, strict=True))
+        return forest, first, at
+
+    def _touch_votes(self, forest, at):
+        """(forest leaf, target, weight): each leaf votes 1 for target at + f
+        of every feature f in ``touch_votes`` on its path, once.  The
+        operator's sum for that target is then how many of the row's
+        reached leaves split on f: an integer below 2^24, exact in float32
+        in any order of additions."""
+        leaf = np.flatnonzero(forest.feature < 0)
+        on_path = self.paths.path_features(self.t.tn_feature, forest.node[leaf])   # [leaves, D], -1 past the leaf
+        keep = np.isin(on_path, self.touch_votes)
+        pairs = np.unique(np.c_[np.nonzero(keep)[0], on_path[keep]], axis=0)      # twice on a path: one vote
+        return leaf[pairs[:, 0]], at + pairs[:, 1], np.ones(len(pairs), np.float32)
+
+    def _start_of_node(self):
+        """[M] float32: per IR node, where its values start if it is a leaf."""
+        lay = self.leaf_layout()
+        out = np.zeros(self.t.tn_feature.size, np.float32)
+        out[lay.leaves] = lay.start
+        return out
+
+    def _starts_fit(self):
+        return len(self.leaf_layout().vals) < MAX_EXACT
+
+    def ensemble(self):
+        """{part: [N, its targets] float32} of the one tree operator over X
+        (emitted once): "starts" (packed leaf numbers) when ``need_starts``,
+        "values" (each tree's leaf value) when ``vote_values``, "touches"
+        (per feature of ``touch_votes``, how many reached leaves split on
+        it) when that is set."""
+        if self._ensemble is None:
+            parts = (["starts"] if self.need_starts or not self.vote_values else []) + \
+                (["values"] if self.vote_values else []) + (["touches"] if self.touch_votes is not None else [])
+            if self.small and self._starts_fit():
+                parts = ["each_start"] + (["touches"] if self.touch_votes is not None else [])
+            forest, first, total = self._forest(parts)
+            g = self.g
+            with g.scope("leaf/ensemble", root=True):
+                y = tree_ensemble(g, self.X, forest, total, self.op)
+                ends = [first[q] for q in parts[1:]] + [total]
+                self._ensemble = {q: y if len(parts) == 1 else g.slice(y, first[q], e, 1)
+                                  for q, e in zip(parts, ends, strict=True)}
+        return self._ensemble
+
+    def _decode(self, y, axis):
+        """int32 leaf starts from packed sums ``y`` float32, [targets, N]
+        (axis 0) or [N, targets] (axis 1), in the same layout with trees
+        for targets.  The digits come back as exact integer shifts and
+        masks, in int32 (int64 ops run ~4x slower in onnxruntime)."""
+        g, T = self.g, self.layout.n_trees
+        lay = self.leaf_layout()
+        b, n_targets = self._packing()
+        y = g.cast(y, TensorProto.UINT32)
+        digits = -(-T // n_targets)       # <= P: the last digit may be partly empty
+        if digits > 1:
+            mask = g.const(np.uint32((1 << b) - 1))
+            y = g.concat([g.op("BitwiseAnd", g.op("BitShift", y, g.const(np.uint32(b * j)),
+                                                  direction="RIGHT") if j else y, mask)
+                          for j in range(digits)], axis)
+            if n_targets * digits > T:
+                y = g.slice(y, 0, T, axis)
+        q = g.cast(y, I32)
+        shape = (-1, 1) if axis == 0 else (1, -1)
+        if np.any(lay.width != 1):
+            q = g.op("Mul", q, g.const(lay.width.reshape(shape).astype(np.int32)))
+        return g.op("Add", q, g.const(lay.base.reshape(shape).astype(np.int32)))
+
+    def leaf_major(self):
+        """([T, N] int32, values table): per tree and row, where the values
+        of the leaf the row reaches start in the table, tree-major (the
+        layout the ordered sum and the union of path features read fastest).
 
         One SUM-aggregated ensemble of the trees, P trees to a target: the
         j-th tree on a target votes (its leaf number) * 2^(b j), with 2^b
@@ -170,40 +312,55 @@ class Values(Part):
         an integer float32 holds exactly, whatever order onnxruntime adds
         in.  Fewer targets cost less (measured, 1000 trees, 20,000 rows:
         536 ms with one target per 4 trees, 640 ms with one per tree).  The
-        digits come back as exact integer shifts and masks, in int32 (int64
-        ops run ~4x slower in onnxruntime)."""
-        if self._leaf is None and self.op == "gather":
-            self._leaf = self._walked_leaf(), self.leaf_layout().vals
-        if self._leaf is None:
-            g, t, p = self.g, self.t, self.paths
-            T = self.layout.n_trees
-            lay = self.leaf_layout()
-            local = lay.local
-            b = max(1, int(np.ceil(np.log2(max(2, lay.n_leaves.max())))))
-            P = max(1, 24 // b)
-            n_targets = -(-T // P)
-            # tree i is digit i // targets of target i % targets: the digits
-            # then come out target by target within a digit, in tree order
-            tree_of = p.tree_of
-            forest = ir_forest(t, p, np.arange(T), vote=lambda nodes: (
-                tree_of[nodes] % n_targets,
-                (local[nodes] * 2.0 ** (b * (tree_of[nodes] // n_targets))).astype(np.float32)))
-            with g.scope("leaf/ensemble", root=True):
-                y = g.cast(tree_ensemble(g, self.X, forest, n_targets, self.op), TensorProto.UINT32)
+        sums are decoded transposed, [targets, N]: one Transpose of T / P
+        columns instead of T."""
+        if self._major is None and self.op == "gather":
+            with self.g.scope("leaf/decode", root=True):
+                self._major = self.g.op("Transpose", self._walked_leaf(), perm=[1, 0]), self.leaf_layout().vals
+        if self._major is None:
+            g = self.g
+            if self._ensemble is not None and "starts" not in self._ensemble:
+                y = self.leaf_sums(self.X)            # emitted without them: a second operator
+            else:
+                self.need_starts = True
+                y = self.ensemble()["starts"]
             with g.scope("leaf/decode", root=True):
-                digits = -(-T // n_targets)       # <= P: the last digit may be partly empty
-                if digits > 1:
-                    mask = g.const(np.uint32((1 << b) - 1))
-                    y = g.concat([g.op("BitwiseAnd", g.op("BitShift", y, g.const(np.uint32(b * j)),
-                                                          direction="RIGHT") if j else y, mask)
-                                  for j in range(digits)], 1)
-                    if n_targets * digits > T:
-                        y = g.slice(y, 0, T, 1)
-                q = g.cast(y, I32)
-                if np.any(lay.width != 1):
-                    q = g.op("Mul", q, g.const(lay.width[None].astype(np.int32)))
-                self._leaf = g.op("Add", q, g.const(lay.base[None].astype(np.int32))), lay.vals
-        return self._leaf
+                self._major = self._decode(g.op("Transpose", y, perm=[1, 0]), 0), self.leaf_layout().vals
+        return self._major
+
+    def leaf_sums(self, X):
+        """[M, targets] packed leaf numbers of the rows ``X`` [M, F], from a
+        tree operator of their own."""
+        forest, _, total = self._forest(["starts"])
+        with self.g.scope("leaf/ensemble", root=True):
+            return tree_ensemble(self.g, X, forest, total, self.op)
+
+    def leaf_rows(self, X):
+        """[M, T] int32 leaf starts of the rows ``X`` [M, F] (a subset of
+        the rows), from their own tree operator."""
+        y = self.leaf_sums(X)
+        with self.g.scope("leaf/decode", root=True):
+            return self._decode(y, 1)
+
+    def touch_counts(self):
+        """[N, F] float32: per row and feature of ``touch_votes``, how many of
+        its reached leaves split on it (0 for the others)."""
+        return self.ensemble()["touches"]
+
+    def can_vote_values(self):
+        """Whether the tree operator may give the output bank's leaf values
+        directly, one target per tree: a one-output float32 bank of every
+        tree, in order, and a sum that starts from a base other than -0.0
+        (the operator's sum of one vote is 0 + v, +0 for v = -0.0, and
+        b + (+0) differs from b + (-0) only for b = -0.0)."""
+        t = self.t
+        if self.op != "TreeEnsembleRegressor" or t.top_kind != KIND_TREES:
+            return False
+        n = t.top
+        if t.node_width[n] != 1 or t.node_f64[n] or t.node_first[n] != 0 or t.node_count[n] != self.layout.n_trees:
+            return False
+        base = np.float32(t.bias[t.node_bias[n]])
+        return not (base == 0 and np.signbit(base))
 
     def _walked_leaf(self):
         """Without a tree operator: the walk gives each tree's leaf as a
@@ -246,6 +403,8 @@ class Values(Part):
         kind = t.node_kind[n]
         wide = bool(t.node_f64[n])
         bias = t.bias64 if wide else t.bias
+        if kind == KIND_TREES and K == 1 and self.small:
+            return self._row_prefix(n, np.arange(first, first + count), wide)
         with g.scope(f"value/{self.m.nodes[n].kind}{n}", root=True):
             init = expand_rows(g, self.X, g.const(bias[t.node_bias[n]: t.node_bias[n] + K][None, None, :]))
         if kind == KIND_TREES and K == 1:
@@ -278,25 +437,55 @@ class Values(Part):
             contrib = g.op("Mul", g.unsqueeze(kv, [2]), g.const(alpha[None]))
             return g.cumsum(g.concat([init, contrib], 1), 1)
 
-    def _tree_prefix(self, n, init, trees, wide):
-        """``prefix`` of a one-output tree bank, summed tree-major: the leaf
-        values as [T, N] and CumSum along axis 0, the same additions in the
-        same order as along axis 1 of [N, T + 1, 1], which onnxruntime runs
-        about 100x slower (measured, 20,000 rows x 101: 132 ms vs 0.9 ms;
-        each Transpose ~2 ms)."""
+    def _row_prefix(self, n, trees, wide):
+        """``prefix`` of a one-output tree bank in the latency schedule, as
+        [N, T + 1] (node n joins ``rows_2d``): the leaf starts get one more
+        column in front (``Pad``) that points at the bias, appended to the
+        values table, so one ``Gather`` gives [bias, leaf values] and one
+        ``CumSum`` along axis 1 the running values, in the reference's order."""
         g, t = self.g, self.t
         start, vals = self.leaf()
         if wide:
             vals = self.leaf_layout().vals64
+        bias = (t.bias64 if wide else t.bias)[t.node_bias[n]]
         with g.scope("leaf/values"):
             if not np.array_equal(trees, np.arange(self.layout.n_trees)):
                 start = g.gather(start, trees, 1)
-            steps = g.op("Gather", g.const(vals), g.op("Transpose", start, perm=[1, 0]))      # [T, N]
+            start = g.op("Pad", start, g.const(np.array([0, 1, 0, 0], np.int64)), g.const(np.int32(len(vals))))
+            steps = g.op("Gather", g.const(np.r_[vals, np.array([bias], vals.dtype)]), start)      # [N, T + 1]
+        with g.scope(f"value/trees{n}", root=True):
+            run = g.cumsum(steps, 1)
+            if wide and t.node_div[n] != 1:
+                run = g.op("Div", run, g.const(np.float64(t.node_div[n])))
+            self.rows_2d.add(n)
+            return run
+
+    def _tree_prefix(self, n, init, trees, wide):
+        """``prefix`` of a one-output tree bank, summed tree-major: the leaf
+        values as [T, N] and CumSum along axis 0, the same additions in the
+        same order as along axis 1 of [N, T + 1, 1], which onnxruntime runs
+        about 100x slower (measured, 20,000 rows x 101: 132 ms vs 0.9 ms).
+        The running values stay [T + 1, N] (node n joins ``tree_major``):
+        readers pick one step per row along axis 0 (``pick_steps``), with no
+        Transpose of the whole block back."""
+        g, t = self.g, self.t
+        if self.vote_values and n == t.top:
+            with g.scope("leaf/values"):      # the operator's own votes (``can_vote_values``)
+                steps = g.op("Transpose", self.ensemble()["values"], perm=[1, 0])              # [T, N]
+        else:
+            start, vals = self.leaf_major()
+            if wide:
+                vals = self.leaf_layout().vals64
+            with g.scope("leaf/values"):
+                if not np.array_equal(trees, np.arange(self.layout.n_trees)):
+                    start = g.gather(start, trees, 0)
+                steps = g.op("Gather", g.const(vals), start)                                   # [T, N]
         with g.scope(f"value/trees{n}", root=True):
             run = g.cumsum(g.concat([g.op("Reshape", init, g.const([1, -1], np.int64)), steps], 0), 0)
             if wide and t.node_div[n] != 1:
                 run = g.op("Div", run, g.const(np.float64(t.node_div[n])))
-            return g.unsqueeze(g.op("Transpose", run, perm=[1, 0]), [2])                     # [N, T + 1, 1]
+            self.tree_major.add(n)
+            return run                                                                         # [T + 1, N]
 
     def value(self, n):
         """[N, K] float32 value of scoring node n, fully evaluated (a float64
@@ -304,7 +493,12 @@ class Values(Part):
         if n not in self._values:
             prefix = self.prefix(n)
             with self.g.scope(f"value/{self.m.nodes[n].kind}{n}", root=True):
-                v = self.g.take_last(prefix, 1)
+                if n in self.tree_major:      # [T + 1, N]: its last row is [1, N], i.e. [N, 1] in memory
+                    v = self.g.op("Reshape", self.g.slice(prefix, -1, None, 0), self.g.const([-1, 1], np.int64))
+                elif n in self.rows_2d:
+                    v = self.g.slice(prefix, -1, None, 1)
+                else:
+                    v = self.g.take_last(prefix, 1)
                 self._values[n] = self.g.cast(v, TensorProto.FLOAT) if self.t.node_f64[n] else v
         return self._values[n]
 
@@ -389,8 +583,23 @@ class Values(Part):
         body = _kernel_scan_body(kt == KERNEL_RBF, S)
         return g.op("Scan", acc0, xT, g.const(np.ascontiguousarray(sv.T)), body=body, num_scan_inputs=2)
 
+    def pick_steps(self, vals, step):
+        """[N, K]: per row, checkpoint ``step`` [N] int64 (0: before any) of
+        ``vals``, what ``checkpoint_values`` gave."""
+        g = self.g
+        K = int(self.m.task.n_outputs)
+        if self.t.top_kind == KIND_TREES and self.t.top in self.tree_major:
+            # [T + 1, N]: one step per column, [1, N] is [N, 1] in memory
+            pick = g.op("GatherElements", vals, g.unsqueeze(step, [0]), axis=0)
+            return g.op("Reshape", pick, g.const([-1, 1], np.int64))
+        if self.t.top_kind == KIND_TREES and self.t.top in self.rows_2d:
+            return g.op("GatherElements", vals, g.unsqueeze(step, [1]), axis=1)
+        pick = g.op("Expand", g.unsqueeze(step, [1, 2]), g.concat([g.op("Shape", step), g.const([1, K], np.int64)], 0))
+        return g.squeeze(g.op("GatherElements", vals, pick, axis=1), [1])
+
     def checkpoint_values(self):
-        """[N, C + 1, K]: the value before any checkpoint, then each one's."""
+        """[N, C + 1, K]: the value before any checkpoint, then each one's
+        ([T + 1, N] for a one-output tree bank: ``tree_major``)."""
         g, t = self.g, self.t
         if t.top_kind <= KIND_KERNEL:
             return self.prefix(t.top)

@@ -5,7 +5,8 @@ path to a .onnx file, serialized bytes, or a skinflint ``Model`` (compiled
 on the spot, exact mode unless ``mode="fast"``; keyword options go to
 ``compile_onnx``).  ``predict(X, budget=None)`` returns a ``Prediction``; rows go
 through in chunks of ``CHUNK_ROWS`` to bound the graph's per-row
-intermediates ([rows, trees] and [rows, units]); a model with kernel nodes
+intermediates ([rows, trees] and [rows, units]; ``LATENCY_CHUNK_ROWS`` for a
+graph compiled for small batches, ``batch_hint``); a model with kernel nodes
 takes ``kernel_chunk_rows(model)`` rows at a time instead, since its kernel
 sums carry [rows, support vectors] blocks.
 """
@@ -20,6 +21,9 @@ from ..ir.model import Model
 from .prediction import Prediction, as_budget, as_features
 
 CHUNK_ROWS = 4096
+# rows per call for a graph in the latency schedule (compile_onnx's
+# batch_hint): its first-touch search holds [rows, trees, features] slots
+LATENCY_CHUNK_ROWS = 64
 # rows x support vectors per onnxruntime call for kernel models: a full SVM
 # over 784 features with 3735 vectors grows by 1084 MB at 4096 rows a call and
 # 447 MB at 1024 (issue 18, point 6); 2**18 / 3735 gives 70 rows a call
@@ -57,6 +61,8 @@ class OnnxRuntime:
             source = onnx.load_from_string(bytes(source))
         self.proto = source
         meta = {p.key: p.value for p in source.metadata_props}
+        if meta.get("skinflint.schedule") == "latency":
+            self.chunk_rows = min(self.chunk_rows, LATENCY_CHUNK_ROWS)
         if "skinflint.task" not in meta:
             raise ValueError("not a skinflint ONNX graph (no skinflint.task metadata)")
         self.task = json.loads(meta["skinflint.task"])

@@ -12,7 +12,8 @@ with the parity harness's own comparison (``skinflint.verify.compare``):
   tests/compilers/golden (every node kind, groups, tree costs, kernels,
   classifier trees), exact, for each target ("onnxruntime-1.16", the
   default, and "no-ml-ops" must run everywhere; "onnxruntime-1.24" from
-  1.24), and fast mode for tree-bank outputs;
+  1.24), the same in the latency schedule (``batch_hint=1``), and fast
+  mode for tree-bank outputs;
 * rows: adversarial rows (every threshold exactly and one ulp either side,
   NaN, +-inf), then one row, then zero rows;
 * budgets: +inf (no budget binds: the case that crashed 1.16-1.30), at and
@@ -124,9 +125,13 @@ def build_cases(folder):
         has_trees = any(n.kind == "trees" for n in model.nodes)
         graphs = [(t, "exact") for t in TARGETS if has_trees or t == "onnxruntime-1.16"]
         graphs += [(t, "fast") for t in TARGETS if trees_out]
+        # the exact graph's latency schedule (compile_onnx's batch_hint), exact too
+        graphs += [(t, "latency") for t in TARGETS if has_trees or t == "onnxruntime-1.16"]
         for target, mode in graphs:
             gname = f"{name}.{target}.{mode}"
-            onnx.save(compile_onnx(model, target=target, mode=mode), os.path.join(folder, gname + ".onnx"))
+            proto = (compile_onnx(model, target=target, batch_hint=1) if mode == "latency"
+                     else compile_onnx(model, target=target, mode=mode))
+            onnx.save(proto, os.path.join(folder, gname + ".onnx"))
             files = []
             for fname, (X, b) in feeds.items():
                 if mode == "fast" and fname in ("around", "zero"):

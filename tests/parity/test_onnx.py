@@ -125,6 +125,58 @@ def test_random_models_without_tree_operators(seed):
     assert report.ok, f"seed {seed}\n{report.table()}"
 
 
+# the latency schedule (batch_hint up to SMALL_BATCH: dense first touches,
+# no subsets of rows, the pairwise halt) on every example, adversarial rows
+# and budgets at and around each row's cost, and on the random models
+@pytest.mark.parametrize("path", example_paths(), ids=lambda p: p.rsplit("/", 1)[-1])
+def test_latency_schedule_matches_reference(path):
+    m = ir.load(path)
+    proto = compile_onnx(m, batch_hint=1)
+    assert {p.key: p.value for p in proto.metadata_props}["skinflint.schedule"] == "latency"
+    rep = verify(m, runtimes=[OnnxRuntime(proto)])
+    assert rep.ok, rep.table()
+    X = adversarial_rows(m)
+    got, ref = OnnxRuntime(compile_onnx(m, batch_hint=1, budget=False)).predict(X), predict(m, X)
+    for field in ("scores", "cost", "stage", "features_used"):
+        np.testing.assert_array_equal(getattr(got, field), getattr(ref, field), err_msg=field)
+
+
+@settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**31 - 1))
+def test_random_models_in_the_latency_schedule(seed):
+    m = random_model(seed)
+    report = verify(m, runtimes=[OnnxRuntime(m, batch_hint=1)])
+    assert report.ok, f"seed {seed}\n{report.table()}"
+
+
+def test_latency_schedule_has_fewer_ops_and_takes_small_chunks():
+    m = load_example("trees")
+    batch, latency = compile_onnx(m), compile_onnx(m, batch_hint=1)
+    assert len(latency.graph.node) < len(batch.graph.node)
+    ops = {n.op_type for n in latency.graph.node}
+    assert not ops & {"NonZero", "GatherND", "ScatterND", "TopK"}      # no subset of rows, no sort
+    assert OnnxRuntime(latency).chunk_rows < OnnxRuntime(batch).chunk_rows
+    assert "skinflint.schedule" not in {p.key for p in batch.metadata_props}
+    with pytest.raises(ValueError, match="batch_hint"):
+        compile_onnx(m, batch_hint=0)
+
+
+@pytest.mark.parametrize("name", ["trees", "groups", "linear_over_trees", "multiclass"])
+def test_tree_operator_counts_path_features(name):
+    # where votes cost less than gathering bit sets (compilers/onnx_cost.py,
+    # touch_votes), the tree operator itself counts, per feature, the reached
+    # leaves that split on it: more targets than packed leaf numbers alone,
+    # no union of bit sets, and the same outputs
+    m = load_example(name)
+    proto = compile_onnx(m)
+    names = [n.name for n in proto.graph.node]
+    assert not any(x.startswith("touch/union/BitwiseOr") for x in names), name     # these paths have few features
+    X = adversarial_rows(m)
+    got, ref = OnnxRuntime(proto).predict(X, np.full(len(X), np.inf)), predict(m, X)
+    for field in ("scores", "cost", "stage", "features_used"):
+        np.testing.assert_array_equal(getattr(got, field), getattr(ref, field), err_msg=f"{name}: {field}")
+
+
 def test_trained_model_with_the_fallback_operator():
     model, X = _fit("binary")
     rep = onnx_report(model, "TreeEnsembleRegressor", X[:200])
