@@ -36,8 +36,8 @@ import numpy as np
 
 from ..ir import builders
 from ..ir.costs import features_per_tree
-from ._routing import route_bank
-from .budget_prune import _bank, _units
+from ._routing import leaf_index
+from .budget_prune import _bank
 
 F32_MAX = float(np.finfo(np.float32).max)
 
@@ -56,10 +56,8 @@ class ExitResult:
 
 def _contributions(model, bank, X):
     """[N, T] each tree's value per row, as the float32 a ``linear`` node reads."""
-    unit_of, group_of, unit_cost = _units(model)
-    _, leaf_of, *_ = route_bank(bank.feature.astype(np.int64), bank.threshold, bank.left.astype(np.int64),
-                                bank.right.astype(np.int64), bank.missing_left, bank.roots.astype(np.int64),
-                                X, unit_of, group_of, len(unit_cost))
+    leaf_of = leaf_index(bank.feature.astype(np.int64), bank.threshold, bank.left.astype(np.int64),
+                         bank.right.astype(np.int64), bank.missing_left, bank.roots.astype(np.int64), X)
     return np.asarray(bank.value[:, 0], np.float64)[leaf_of].T.astype(np.float32)
 
 
