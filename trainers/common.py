@@ -12,6 +12,8 @@
   probability (an SVM score, a squared-loss score): absent, so that
   ``hasattr(est, "predict_proba")`` is False as scikit-learn expects, and the
   reason is in the error.
+* ``progress_bar``: the progress bar of a fit's outer loop, one rule for
+  every trainer's ``verbose``.
 """
 from __future__ import annotations
 
@@ -21,6 +23,10 @@ import numba
 import numpy as np
 from sklearn.utils.metaestimators import available_if
 from threadpoolctl import threadpool_limits
+from tqdm.auto import tqdm
+
+# a bar appears only once its loop has run this long: short fits print nothing
+PROGRESS_DELAY_S = 1.0
 
 
 @contextlib.contextmanager
@@ -87,3 +93,12 @@ def no_predict_proba(reason):
     def predict_proba(self, X, budget=None):  # pragma: no cover - never available
         raise AttributeError(f"{type(self).__name__} has no predict_proba: {reason}")
     return predict_proba
+
+
+def progress_bar(verbose, total, desc, unit, iterable=None):
+    """A tqdm bar (rate and ETA) over a fit's outer loop of at most ``total``
+    steps (or over ``iterable``), shown when ``verbose`` and once the loop has
+    run ``PROGRESS_DELAY_S``; it disappears when the fit ends.  Loops that may
+    stop early (a converged objective, early stopping) end short of ``total``."""
+    return tqdm(iterable, total=total, disable=not verbose, desc=desc, unit=unit, leave=False,
+                delay=PROGRESS_DELAY_S)

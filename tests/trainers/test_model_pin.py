@@ -66,7 +66,14 @@ def _without_later_params(model):
     params = model.metadata["params"]
     for k, default in _LATER_PARAMS.items():
         assert params.get(k, default) == default, (k, params[k])
-    meta = dict(model.metadata, params={k: v for k, v in params.items() if k not in _LATER_PARAMS})
+    return _without(model, _LATER_PARAMS)
+
+
+def _without(model, names):
+    """``model`` with the parameters ``names`` left out of its metadata."""
+    params = model.metadata["params"]
+    assert any(k in params for k in names), "nothing to leave out: update the pins instead"
+    meta = dict(model.metadata, params={k: v for k, v in params.items() if k not in names})
     return ir.model(model.features, model.nodes, model.output, task=model.task, groups=model.groups,
                     metadata=meta)
 
@@ -101,5 +108,10 @@ def test_fixed_order_trainers_are_byte_identical_to_the_pinned_ones():
             grid = spec.scaled_grid(mean_cost)
             params[spec.sweep] = grid[len(grid) // 2]
         est = spec.estimator("classification", feature_costs=ds.feature_costs, **params).fit(X, y)
-        got[name] = _hash(est.to_ir())
+        got[name] = _hash(_without(est.to_ir(), ("verbose",)) if name in _LATER_VERBOSE else est.to_ir())
     assert got == _FIXED_ORDER_PINS
+
+
+# trainers that gained ``verbose`` (progress bars, issue 29) after these pins:
+# the parameter is in their metadata, the only bytes that differ
+_LATER_VERBOSE = {"cstc", "astc", "linear-svm", "l1-linear", "reduced-svm"}

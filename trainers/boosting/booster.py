@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from numba import njit, prange
-from tqdm.auto import tqdm
 
 from ... import ir
+from ..common import progress_bar
 from .binning import bin_data, find_thresholds, pack_thresholds
 from .grower import grow
 from .losses import Loss
@@ -136,7 +136,7 @@ def boost(data: BinnedData, loss: Loss, target, n_rounds, *, weight=None, costs=
         the sample weights in place of the hessians (Eq. 2.5's fit of the
         negative gradient).
     progress : str, optional
-        A progress-bar label (no bar when None or fewer than 50 rounds).
+        A progress-bar label (no bar when None; ``common.progress_bar``).
 
     Returns
     -------
@@ -168,8 +168,7 @@ def boost(data: BinnedData, loss: Loss, target, n_rounds, *, weight=None, costs=
     importances = np.zeros(F)
     result = BoostResult(rounds=[], raw=raw, importances=importances)
     best, best_it, since = np.inf, 0, 0
-    bar = tqdm(range(n_rounds), disable=progress is None or n_rounds < 50, desc=progress,
-               unit="round", leave=False)
+    bar = progress_bar(progress is not None, n_rounds, progress, "round", iterable=range(n_rounds))
     all_rows = np.arange(N, dtype=np.int32)
     workspace: dict = {}   # the grower's histogram buffers, reused by every tree of this run
     for it in bar:

@@ -104,7 +104,8 @@ class _GreedyMiserMixin:
     random_state : int, optional
         Seeds threshold sampling, subsamples and the held-out split.
     verbose : int, default 1
-        A progress bar for 50 rounds or more.
+        A progress bar over the boosting rounds (shown once the fit has run
+        a second).
     """
 
     # provided by the estimator class this mixes into (the classifier or the regressor)

@@ -31,7 +31,7 @@ from ... import ir
 from ..base import CostSensitiveClassifier
 from ..boosting.booster import tree_outputs
 from ..boosting.tree_bank import bank_features, subset_bank, tiered_bank
-from ..common import class_weight_per_class, no_predict_proba
+from ..common import class_weight_per_class, no_predict_proba, progress_bar
 from ..trees.tree_ir import CostItems, Scorer, place_threshold
 from .soft_cascade import Cascade, Problem, Settings, fine_tune_last, lambda_max, optimize
 
@@ -84,7 +84,8 @@ class _CascadeClassifier(CostSensitiveClassifier):
         e_t of each tree of a bank built here.
     random_state : int or None
         Seeds the bank's threshold sample (the engine is deterministic).
-    verbose : int [0]
+    verbose : int, [1]
+        A progress bar over Alg. 1's cycles (shown once the fit has run a second).
     """
 
     _binary_only = True
@@ -95,7 +96,7 @@ class _CascadeClassifier(CostSensitiveClassifier):
                  n_estimators=300, max_depth=4, learning_rate=0.1, min_samples_leaf=20, max_bins=255,
                  bank_cost_tradeoff=1e-3, max_cycles=5, tol=1e-6, fine_tune=None, feature_costs=None,
                  feature_groups=None, group_costs=None, feature_names=None, group_names=None,
-                 tree_eval_cost=0.0, random_state=None, verbose=0):
+                 tree_eval_cost=0.0, random_state=None, verbose=1):
         self.cost_tradeoff = cost_tradeoff
         self.n_stages = n_stages
         self.exit_fraction = exit_fraction
@@ -233,7 +234,8 @@ class _CascadeClassifier(CostSensitiveClassifier):
         """
         cfg = self._settings()
         prob, bank, costs, H32 = self._problem(X, y)
-        c = optimize(prob, cfg, verbose=bool(self.verbose))
+        with progress_bar(self.verbose, cfg.max_cycles, "Cronus" if self._mode == "cronus" else "CSCC", "cycle") as bar:
+            c = optimize(prob, cfg, bar=bar)
         self.objective_history_ = [float(f) for f in c.history]
         tune = self.fine_tune if self.fine_tune is not None else self._mode == "cscc"
         if tune and np.any(c.B[-1]):

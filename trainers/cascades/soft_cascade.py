@@ -427,21 +427,23 @@ def init_cascade(prob: Problem, cfg: Settings) -> Cascade:
     return Cascade(B, b, theta)
 
 
-def optimize(prob: Problem, cfg: Settings, c: Cascade | None = None, verbose=False) -> Cascade:
+def optimize(prob: Problem, cfg: Settings, c: Cascade | None = None, bar=None) -> Cascade:
     """Alg. 1 (Chen §3.3.1): init (Alg. 2) unless given, then cycles over the
     stages until Eq. 8 / 3.25 falls by less than ``tol`` (relative) or
     ``max_cycles``.  ``history`` holds the objective after the init and after
-    each cycle; it never increases."""
+    each cycle; it never increases.  ``bar`` (a progress bar) advances once a
+    cycle and shows the objective."""
     c = init_cascade(prob, cfg) if c is None else c.copy()
     f = objective(prob, cfg, c)
     c.history = [f]
-    for cycle in range(cfg.max_cycles):
+    for _ in range(cfg.max_cycles):
         f_start = f
         for k in range(cfg.n_stages):
             c, f = optimize_stage(prob, cfg, c, k, f)
         c.history.append(f)
-        if verbose:
-            print(f"cycle {cycle + 1}: objective {f:.6g}")
+        if bar is not None:
+            bar.update()
+            bar.set_postfix(objective=f"{f:.6g}", refresh=False)
         if f_start - f <= cfg.tol * abs(f):
             break
     return c

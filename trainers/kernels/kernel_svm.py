@@ -18,7 +18,7 @@ from sklearn.frozen import FrozenEstimator
 
 from ... import ir
 from ..base import CostSensitiveClassifier
-from ..common import class_weight_per_class, holdout_rows, no_predict_proba
+from ..common import class_weight_per_class, holdout_rows, no_predict_proba, progress_bar
 
 DEFAULT_C = 1.0
 
@@ -150,6 +150,8 @@ class KernelSVMClassifier(KernelEstimator):
         The cost specification (``FeatureCosts``); unit costs by default.
     random_state : int or None
         Seeds the validation split.
+    verbose : int, default 1
+        A progress bar over the grid's SVC fits (shown once the fit has run a second).
 
     Attributes
     ----------
@@ -164,7 +166,8 @@ class KernelSVMClassifier(KernelEstimator):
     def __init__(self, *, kernel="rbf", C=DEFAULT_C, gamma=None, degree=3, coef0=0.0,
                  standardize=True, class_weight=None, validation_fraction=0.2, sv_cost=1.0,
                  sv_order="svc", feature_costs=None, feature_groups=None, group_costs=None,
-                 feature_names=None, group_names=None, random_state=None):
+                 feature_names=None, group_names=None, random_state=None, verbose=1):
+        self.verbose = verbose
         self.kernel = kernel
         self.C = C
         self.gamma = gamma
@@ -216,10 +219,12 @@ class KernelSVMClassifier(KernelEstimator):
                 Xv, yv = X[val], idx[val]
             from ...runtimes.reference import predict
             scores = []
-            for c, g in grid:
-                self.C_ = c
-                self._fit_svc(Xs[fit_rows], idx[fit_rows], fit_rows, c, g)
-                scores.append(float(np.mean(predict(self.to_ir(), Xv).output == self.classes_[yv])))
+            with progress_bar(self.verbose, len(grid), "kernel SVM grid", "fit") as bar:
+                for c, g in grid:
+                    self.C_ = c
+                    self._fit_svc(Xs[fit_rows], idx[fit_rows], fit_rows, c, g)
+                    scores.append(float(np.mean(predict(self.to_ir(), Xv).output == self.classes_[yv])))
+                    bar.update()
             self.validation_scores_ = scores
             self.C_, self.gamma_ = grid[int(np.argmax(scores))]
         else:

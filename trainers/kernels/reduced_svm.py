@@ -19,6 +19,7 @@ import numpy as np
 
 from ... import ir
 from .. import linalg
+from ..common import progress_bar
 from .cvm import n_vectors
 from .kernel_math import kernel_matrix
 from .kernel_svm import (
@@ -159,7 +160,7 @@ class _PrimalNewton:
         return self.theta
 
 
-def reduced_svm_path(X, y, m, C, gamma, *, n_candidates=59, seed=0, checkpoints=None):
+def reduced_svm_path(X, y, m, C, gamma, *, n_candidates=59, seed=0, checkpoints=None, bar=None):
     """Grow the basis to m rows.
 
     Parameters
@@ -170,6 +171,8 @@ def reduced_svm_path(X, y, m, C, gamma, *, n_candidates=59, seed=0, checkpoints=
     seed : int
     checkpoints : iterable of int, optional
         Basis sizes at which to record (J, beta, b) (default: only m).
+    bar : progress bar, optional
+        Advanced once per vector added.
 
     Returns
     -------
@@ -198,6 +201,8 @@ def reduced_svm_path(X, y, m, C, gamma, *, n_candidates=59, seed=0, checkpoints=
         theta = newton.solve()
         if size in keep:
             path[size] = (np.asarray(J, np.int64), theta[1:].copy(), float(theta[0]))
+        if bar is not None:
+            bar.update()
     return path
 
 
@@ -238,6 +243,8 @@ class ReducedSVMClassifier(_WrapsSVM, KernelEstimator):
         ``KernelSVMClassifier``.
     random_state : int or None
         Seeds the candidate draws (and the validation split).
+    verbose : int, default 1
+        A progress bar over the basis growth (one step per vector and class) (shown once the fit has run a second).
 
     Attributes
     ----------
@@ -250,7 +257,8 @@ class ReducedSVMClassifier(_WrapsSVM, KernelEstimator):
     def __init__(self, *, n_support_vectors=0.1, C=(1.0, 10.0, 100.0), gamma=None, svm=None,
                  n_candidates=59, record_sizes=None, standardize=True, validation_fraction=0.2, sv_cost=1.0,
                  feature_costs=None, feature_groups=None, group_costs=None, feature_names=None,
-                 group_names=None, random_state=None):
+                 group_names=None, random_state=None, verbose=1):
+        self.verbose = verbose
         self.n_support_vectors = n_support_vectors
         self.C = C
         self.gamma = gamma
@@ -280,7 +288,7 @@ class ReducedSVMClassifier(_WrapsSVM, KernelEstimator):
         if svm is None and needs_full:
             svm = KernelSVMClassifier(C=self.C, gamma=self.gamma, standardize=self.standardize,
                                       validation_fraction=self.validation_fraction,
-                                      random_state=self.random_state).fit(X, y, eval_set=eval_set)
+                                      random_state=self.random_state, verbose=self.verbose).fit(X, y, eval_set=eval_set)
         if svm is not None:
             self.features_, self.shift_, self.scale_ = svm.features_, svm.shift_, svm.scale_
             self.C_, self.gamma_, n_full = svm.C_, svm.gamma_, svm.n_support_
@@ -295,8 +303,9 @@ class ReducedSVMClassifier(_WrapsSVM, KernelEstimator):
         Y = class_targets(idx, len(self.classes_))
         seed = 0 if self.random_state is None else int(self.random_state)
         sizes = [int(k) for k in (self.record_sizes or ()) if 0 < int(k) < m]
-        paths = [reduced_svm_path(Xs, Y[:, j], m, self.C_, self.gamma_, n_candidates=int(self.n_candidates),
-                                  seed=seed + j, checkpoints=sizes) for j in range(Y.shape[1])]
+        with progress_bar(self.verbose, m * Y.shape[1], "Reduced-SVM", "vector") as bar:
+            paths = [reduced_svm_path(Xs, Y[:, j], m, self.C_, self.gamma_, n_candidates=int(self.n_candidates),
+                                      seed=seed + j, checkpoints=sizes, bar=bar) for j in range(Y.shape[1])]
         self.path_ = {k: _shared_basis([p[k] for p in paths], Xs) for k in paths[0]}
         self.support_, self.support_vectors_, self.dual_coef_, self.intercept_ = self.path_[m]
         self.n_support_ = int(self.support_.size)

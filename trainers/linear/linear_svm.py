@@ -40,7 +40,7 @@ import numpy as np
 from ... import ir
 from .. import linalg
 from ..base import CostSensitiveClassifier
-from ..common import class_weight_per_class, no_predict_proba, single_thread
+from ..common import class_weight_per_class, no_predict_proba, progress_bar, single_thread
 
 
 @dataclass
@@ -265,6 +265,8 @@ class LinearSVMClassifier(CostSensitiveClassifier):
         The cost specification (``FeatureCosts``); unit costs by default.
     random_state : int or None
         Seeds the hold-out split.
+    verbose : int, default 1
+        A progress bar over the grid of C (one fit per value) (shown once the fit has run a second).
 
     Multiclass targets are fitted one-vs-rest into one K-wide linear node
     (the first maximal margin wins).
@@ -272,7 +274,8 @@ class LinearSVMClassifier(CostSensitiveClassifier):
 
     def __init__(self, *, C=1.0, class_weight=None, standardize=True, validation_fraction=0.2,
                  max_iter=100, feature_costs=None, feature_groups=None, group_costs=None,
-                 feature_names=None, group_names=None, random_state=None):
+                 feature_names=None, group_names=None, random_state=None, verbose=1):
+        self.verbose = verbose
         self.C = C
         self.class_weight = class_weight
         self.standardize = standardize
@@ -318,10 +321,12 @@ class LinearSVMClassifier(CostSensitiveClassifier):
                 Xs, ys, Xv, yv = X[perm[n_val:]], idx[perm[n_val:]], X[perm[:n_val]], idx[perm[:n_val]]
             from ...runtimes.reference import predict
             scores = []
-            for c in grid:
-                with single_thread():
-                    self._fit_weights(Xs, ys, c)
-                scores.append(float(np.mean(predict(self.to_ir(), Xv).output == self.classes_[yv])))
+            with progress_bar(self.verbose, grid.size, "linear SVM grid", "fit") as bar:
+                for c in grid:
+                    with single_thread():
+                        self._fit_weights(Xs, ys, c)
+                    scores.append(float(np.mean(predict(self.to_ir(), Xv).output == self.classes_[yv])))
+                    bar.update()
             self.C_ = float(grid[int(np.argmax(scores))])
             self.validation_scores_ = scores
         else:

@@ -26,6 +26,7 @@ import numpy as np
 from ... import ir
 from .. import linalg
 from ..base import CostSensitiveClassifier
+from ..common import progress_bar
 from ._l1_logistic import l1_logistic_cdn
 
 _TOL = 1e-4     # stop at 1e-4 of the first sweep's largest violation (scikit-learn's liblinear default)
@@ -68,6 +69,8 @@ class SparseLinearClassifier(CostSensitiveClassifier):
     random_state : int or None
         Unused (the solver visits coordinates in a fixed order); kept for
         a uniform trainer interface.
+    verbose : int, default 1
+        A progress bar over the one-vs-rest problems (one for a binary task) (shown once the fit has run a second).
 
     Attributes
     ----------
@@ -81,7 +84,8 @@ class SparseLinearClassifier(CostSensitiveClassifier):
 
     def __init__(self, *, C=1.0, cost_weighted=True, standardize=True, intercept_scaling=100.0,
                  max_iter=1000, feature_costs=None, feature_groups=None, group_costs=None,
-                 feature_names=None, group_names=None, random_state=None):
+                 feature_names=None, group_names=None, random_state=None, verbose=1):
+        self.verbose = verbose
         self.C = C
         self.cost_weighted = cost_weighted
         self.standardize = standardize
@@ -118,11 +122,14 @@ class SparseLinearClassifier(CostSensitiveClassifier):
         Xt[:-1] = Z.T
         Xt[-1] = s
         n_iter = 0
-        for j, t in enumerate(targets):
-            w, sweeps = l1_logistic_cdn(Xt, np.where(t == 1, 1.0, -1.0), float(self.C), int(self.max_iter), _TOL)
-            n_iter = max(n_iter, int(sweeps))
-            W[j] = w[:-1] / c * inv                   # on raw features
-            b[j] = w[-1] * s - linalg.dot(W[j], mean)
+        with progress_bar(self.verbose, len(targets), "l1 linear", "problem") as bar:
+            for j, t in enumerate(targets):
+                w, sweeps = l1_logistic_cdn(Xt, np.where(t == 1, 1.0, -1.0), float(self.C), int(self.max_iter),
+                                            _TOL)
+                n_iter = max(n_iter, int(sweeps))
+                W[j] = w[:-1] / c * inv                   # on raw features
+                b[j] = w[-1] * s - linalg.dot(W[j], mean)
+                bar.update()
         self.coef_, self.intercept_ = W, b
         self.n_iter_ = n_iter
         self.n_features_used_ = int(np.any(W.astype(np.float32) != 0, axis=0).sum())

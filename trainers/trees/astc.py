@@ -31,7 +31,7 @@ from scipy.special import expit
 
 from .. import linalg
 from ..base import CostSensitiveClassifier, CostSensitiveRegressor
-from ..common import single_thread
+from ..common import progress_bar, single_thread
 from ._soft_tree_kernels import greedy_select
 from .cstc import _SquaredBinary, _SquaredRegression, _TreeIR
 from .tree_ir import HardTree, Scorer, place_threshold, tie_aware_split
@@ -115,6 +115,8 @@ class _ASTCMixin(_TreeIR):
     feature_costs, feature_groups, group_costs, feature_names, group_names
         As Greedy Miser.
     random_state : unused (ASTC is deterministic); kept for the common API.
+    verbose : int, default 1
+        A progress bar over the tree's nodes (shown once the fit has run a second).
 
     The approximation guarantee of Theorem 2.2 is for raw features without
     groups; with groups or a bank the greedy rule is the same but the bound
@@ -124,7 +126,8 @@ class _ASTCMixin(_TreeIR):
     def __init__(self, *, budget=16.0, max_depth=5, mode="hard", soft_steepness=4.0,
                  budget_rule="prefix", greedy="ratio", min_samples_split=20, bank=None,
                  feature_costs=None, feature_groups=None, group_costs=None, feature_names=None,
-                 group_names=None, random_state=None):
+                 group_names=None, random_state=None, verbose=1):
+        self.verbose = verbose
         self.budget = budget
         self.max_depth = max_depth
         self.mode = mode
@@ -186,7 +189,9 @@ class _ASTCMixin(_TreeIR):
         paid[0], inh[0] = np.zeros(items.cost.size, bool), np.zeros(P, bool)
         max_sel = P
         self.gains_ = {}
+        bar = progress_bar(self.verbose, K, "ASTC", "node")
         for k in range(K):
+            bar.update()
             if rows[k] is None:
                 continue
             if soft:
@@ -226,6 +231,7 @@ class _ASTCMixin(_TreeIR):
             used[cols] = True
             for c in (left, right):
                 paid[c], inh[c] = pk.copy(), inh[k] | used
+        bar.close()
         self.tree_ = ht
         self.node_budgets_ = budgets
         self.n_nodes_ = int(sum(r is not None for r in rows))

@@ -21,7 +21,7 @@ from .. import linalg
 from ..base import CostSensitiveClassifier, CostSensitiveRegressor
 from ..boosting.booster import tree_outputs
 from ..boosting.tree_bank import bank_features
-from ..common import no_predict_proba, single_thread
+from ..common import no_predict_proba, progress_bar, single_thread
 from .soft_tree import LEAF, TERM, SoftTree
 from .tree_ir import CostItems, HardTree, Scorer, Standardizer, feature_input, route_rows, to_ir_nodes, tree_input_of
 
@@ -161,12 +161,15 @@ class _CSTCMixin(_TreeIR):
     feature_costs, feature_groups, group_costs, feature_names, group_names
         As Greedy Miser.
     random_state : unused (CSTC is deterministic); kept for the common API.
+    verbose : int, default 1
+        A progress bar over the block-coordinate-descent cycles (shown once the fit has run a second).
     """
 
     def __init__(self, *, cost_tradeoff=0.01, max_depth=3, rho=1e-3, steepness=50.0,
                  cost_reweight_rounds=3, reweight_eps=0.03, fine_tune="node", prune=True,
                  max_cycles=10, tol=1e-6, bank=None, feature_costs=None, feature_groups=None,
-                 group_costs=None, feature_names=None, group_names=None, random_state=None):
+                 group_costs=None, feature_names=None, group_names=None, random_state=None, verbose=1):
+        self.verbose = verbose
         self.cost_tradeoff = cost_tradeoff
         self.max_depth = max_depth
         self.rho = rho
@@ -226,10 +229,12 @@ class _CSTCMixin(_TreeIR):
         if eval_set is not None and self.prune and tree.K > 1:
             Xv, yv = eval_set
             self._prune(tree, Z32, self._validate_X(Xv, reset=False), np.asarray(yv))
-        tree.bcd(self.max_cycles, self.tol)
-        for _ in range(int(self.cost_reweight_rounds)):
-            tree.reweight(self.reweight_eps)
-            tree.bcd(self.max_cycles, self.tol)
+        rounds = int(self.cost_reweight_rounds)
+        with progress_bar(self.verbose, int(self.max_cycles) * (1 + rounds), "CSTC", "cycle") as bar:
+            tree.bcd(self.max_cycles, self.tol, bar)
+            for _ in range(rounds):
+                tree.reweight(self.reweight_eps)
+                tree.bcd(self.max_cycles, self.tol, bar)
         self.tree_ = self._export(tree, Z32, fine_tune=self.fine_tune)
         self.objective_history_ = list(tree.history)
         self.n_nodes_ = int(tree.alive.sum())

@@ -294,8 +294,9 @@ class SoftTree:
                 self.theta[k] = t if np.isfinite(t) else float(self.scores(k).max()) + 1.0
         self.record()
 
-    def bcd(self, max_cycles=10, tol=1e-6):
-        """Thesis Alg. 5: cycles over the nodes until J stalls."""
+    def bcd(self, max_cycles=10, tol=1e-6, bar=None):
+        """Thesis Alg. 5: cycles over the nodes until J stalls; ``bar`` (a
+        progress bar) advances once a cycle."""
         prev = self.objective()
         for _ in range(max_cycles):
             for k in self.nodes():
@@ -304,6 +305,8 @@ class SoftTree:
                 else:
                     self.internal_solve(k)
             self.record()
+            if bar is not None:
+                bar.update()
             J = self.history[-1][1]
             if prev - J <= tol * abs(J):
                 break

@@ -1,0 +1,43 @@
+"""Every registered trainer shows a progress bar over its outer loop when
+``verbose`` is on, and nothing when it is off (issue 29 item 3): one meaning
+of ``verbose`` in every trainer (``trainers.common.progress_bar``)."""
+import pytest
+
+from skinflint import datasets
+from skinflint.trainers import TRAINERS, common
+
+
+@pytest.fixture(scope="module")
+def data():
+    ds = datasets.make_cheap_vs_exact(300, seed=0)
+    return ds.X, ds.y, ds.feature_costs
+
+
+# the kernel SVM compressors without a verbose parameter of their own fit a
+# full SVM through KernelSVMClassifier, which has one
+_WITH_VERBOSE = sorted(n for n, s in TRAINERS.items()
+                       if s.classifier is not None and "verbose" in s.classifier().get_params())
+
+
+def test_every_trainer_family_has_verbose():
+    families = {TRAINERS[n].classifier.__module__.split(".")[2] for n in _WITH_VERBOSE}
+    assert families >= {"boosting", "cascades", "trees", "anytime", "linear", "kernels"}, families
+
+
+# trainers whose outer loop is their grid of C
+_C_GRIDS = {"linear-svm", "svm"}
+
+
+@pytest.mark.parametrize("name", _WITH_VERBOSE)
+def test_verbose_shows_a_bar_and_quiet_shows_none(name, data, capsys, monkeypatch):
+    X, y, costs = data
+    monkeypatch.setattr(common, "PROGRESS_DELAY_S", 0.0)   # the test's fits are shorter than the delay
+    spec = TRAINERS[name]
+    params = dict(spec.test_params, feature_costs=costs)
+    if name in _C_GRIDS:
+        params["C"] = (1.0, 10.0)   # a grid, so the SVMs have a loop to show
+    spec.estimator("classification", **dict(params, verbose=1)).fit(X, y)
+    shown = capsys.readouterr().err
+    assert "%|" in shown or "it/s" in shown or "/s]" in shown, (name, shown[-300:])
+    spec.estimator("classification", **dict(params, verbose=0)).fit(X, y)
+    assert capsys.readouterr().err == ""
