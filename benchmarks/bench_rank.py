@@ -141,6 +141,10 @@ def run_gm_cascades(tr, va, te, costs, tree, rows):
     rows.append(measured(name, "Greedy Miser LambdaMART", m.model_, te, time.perf_counter() - t0,
                          trees=m.n_estimators_))
     run_cascades(m, va, te, rows, f"Cascade on Greedy Miser lambda={CASCADE_GM_LAMBDA:g}")
+    family = f"Early Exit per query on Greedy Miser lambda={CASCADE_GM_LAMBDA:g}"
+    for thr in EE_GRID[:5]:                     # the per-query proximity rule on the same cost-sensitive bank
+        r = proximity_exit(m.model_, te.X, te.qid, thr, exit_every=10)
+        rows.append(_exit_row(f"{family} (s={thr:g})", family, r, te, thr, np.nan))
 
 
 def exit_summary(rows):
