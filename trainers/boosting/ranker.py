@@ -95,9 +95,10 @@ class ExitRanking:
     scores : float32 [N], the reference runtime's score after the trees the document ran;
     n_trees : int64 [N], trees run (T for a survivor);
     cost : float64 [N], the reference runtime's lazy cost of those trees;
-    stage : int64 [N], the checkpoint that dropped it (index into ``checkpoints``; survivors: the last);
-    order : int64 [N], the ranking: query by query, survivors first by score, then dropped documents by later
-        exit first, then score, ties by position (``skinflint.metrics``' ``order=`` form);
+    stage : int64 [N], the checkpoint that dropped it (index into ``checkpoints``; survivors: the last; -1 when
+        its budget stopped it before the first);
+    order : int64 [N], the ranking: query by query, more trees done first (survivors, then dropped documents
+        by later exit first), then score, ties by position (``skinflint.metrics``' ``order=`` form);
     checkpoints : int64, the number of trees at each checkpoint (the last is T).
     """
 
