@@ -1,0 +1,55 @@
+"""The kernels that replaced numpy steps of BudgetPrune (issue 31 item 1)
+give exactly what the numpy steps gave: the (unit, row) grouping is a
+stable argsort of the keys, and the misclassification counts from leaf
+class counts are the per-row walk's."""
+import numpy as np
+import pytest
+
+from skinflint.compress._routing import error_counts, group_triples, labels_of, path_errors, route_bank
+
+pytest.importorskip("sklearn")
+from sklearn.ensemble import RandomForestClassifier  # noqa: E402
+
+from skinflint.compress._prune_kernels import preorder  # noqa: E402
+from skinflint.importers import from_sklearn  # noqa: E402
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_grouping_is_a_stable_argsort_of_the_keys(seed):
+    rng = np.random.default_rng(seed)
+    n_units, N, S = 7, 50, 2000
+    key = rng.integers(0, n_units * N, S).astype(np.int64)
+    key[:5] = key[5]                                   # a few certain ties
+    node = rng.integers(0, 10 ** 6, S).astype(np.int32)
+    seg, seg_unit, node_k, seg_of = group_triples(node, key, n_units, N)
+    by = np.argsort(key, kind="stable")
+    sk = key[by]
+    starts = np.flatnonzero(np.r_[True, sk[1:] != sk[:-1]])
+    assert np.array_equal(seg, np.r_[starts, S])
+    assert np.array_equal(seg_unit, sk[starts] // N)
+    assert np.array_equal(node_k, node[by])
+    want = np.empty(S, np.int64)
+    want[by] = np.repeat(np.arange(len(starts)), np.diff(np.r_[starts, S]))
+    assert np.array_equal(seg_of, want)
+
+
+def test_error_counts_equal_the_walk_per_row():
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(500, 5)).astype(np.float32)
+    X[rng.random(X.shape) < 0.05] = np.nan
+    y = (np.nan_to_num(X[:, 0]) + rng.normal(size=500) > 0).astype(int) + (np.nan_to_num(X[:, 1]) > 1)
+    rf = RandomForestClassifier(8, max_depth=5, random_state=0).fit(np.nan_to_num(X[:250]), y[:250])
+    bank = from_sklearn(rf).nodes[0]
+    f, lft, rgt = (np.asarray(a, np.int64) for a in (bank.feature, bank.left, bank.right))
+    roots = bank.roots.astype(np.int64)
+    per_tree = np.bincount(bank.tree_ranges(), minlength=bank.n_trees)
+    order, ooff = preorder(roots, lft, rgt, f, per_tree)
+    Xv = np.ascontiguousarray(X[250:])
+    _, leaf_of, *_ = route_bank(f, bank.threshold, lft, rgt, bank.missing_left, roots, Xv,
+                                np.arange(5, dtype=np.int64), np.full(5, -1, np.int64), 5)
+    value = np.asarray(bank.value, np.float64)
+    yv = y[250:].astype(np.int64)
+    walk = path_errors(f, bank.threshold, lft, rgt, bank.missing_left, roots, Xv, value, yv,
+                       np.zeros(250), 0)
+    got = error_counts(order, ooff, lft, rgt, f, leaf_of, yv, labels_of(value), 3)
+    assert np.array_equal(got, walk) and got.sum() > 0
