@@ -283,3 +283,21 @@ def test_mutated_query_exits_raise_only_irerror_and_valid_ones_rank():
             r = rank(m, X, sizes)
             assert sorted(r.order.tolist()) == list(range(12))
     assert outcomes["error"] > 50 and outcomes["valid"] > 10
+
+
+def test_without_drops_rank_is_the_per_row_runtime_bit_for_bit_budgets_included():
+    """Two independent evaluators: with gaps nobody can meet, every document runs as the per-row runtime runs
+    the bank's rows, halting on its budget at the same unit."""
+    m = random_bank_model(11)
+    q = m.nodes[1]
+    never = ir.model(m.features, [m.nodes[0], ir.query_exit(0, q.after, keep=1, gap=1e300)], 1, groups=m.groups)
+    plain = ir.model(m.features, [m.nodes[0]], 0, groups=m.groups)
+    rows, sizes = random_queries(grid_rows(600, 6, 11), 11)
+    full = predict(plain, rows)
+    for b in (None, full.cost, full.cost / 2, np.nextafter(full.cost, -np.inf)):
+        p, r = predict(plain, rows, b), rank(never, rows, sizes, b)
+        assert not r.dropped.any()
+        np.testing.assert_array_equal(r.scores.view(np.uint32), p.scores.view(np.uint32))
+        np.testing.assert_array_equal(r.cost.view(np.uint64), p.cost.view(np.uint64))
+        np.testing.assert_array_equal(r.features_used, p.features_used)
+        np.testing.assert_array_equal(r.n_trees, p.stage + 1)
