@@ -301,3 +301,12 @@ def test_without_drops_rank_is_the_per_row_runtime_bit_for_bit_budgets_included(
         np.testing.assert_array_equal(r.cost.view(np.uint64), p.cost.view(np.uint64))
         np.testing.assert_array_equal(r.features_used, p.features_used)
         np.testing.assert_array_equal(r.n_trees, p.stage + 1)
+
+
+def test_verify_ranking_takes_given_queries_and_refuses_a_fixed_budget():
+    m = random_bank_model(12)
+    X = grid_rows(30, 6, 12)
+    rep = verify_ranking(m, X, [10, 20], runtimes=[OracleRanker(m)], budgets=None)
+    assert rep.ok and rep.rows == 30 and rep.queries == 2
+    with pytest.raises(ValueError, match="budgets around each document's cost"):
+        verify(m, X, budget=5.0, runtimes=[])
