@@ -58,10 +58,19 @@ def _ensemble(model, bank, ensemble):
     if ensemble == "boosted" and not (bank.n_outputs == 1 and (
             model.task.kind == "regression" or (model.task.kind == "binary"
                                                 and model.task.transform == "logistic"))):
-        raise ValueError("pruning a boosted ensemble refits its leaves to a binary logistic or a squared "
-                         f"loss; this model is a {model.task.kind} with {bank.n_outputs} outputs and a "
-                         f"{model.task.transform} transform")
+        raise ValueError(refused_booster("BudgetPrune", "a binary logistic or a squared loss", model, bank))
     return ensemble
+
+
+def refused_booster(what, supported, model, bank):
+    """The one error for a boosted ensemble that pruning and exits do not
+    take: multiclass (one margin per class: a pruned node would need one
+    refit per class against the softmax, and an exit a rule on K margins),
+    or another task than ``supported`` names."""
+    kind = "a multiclass" if model.task.kind == "multiclass" else f"a {model.task.kind}"
+    return (f"{what}: boosted ensembles are supported for {supported} only; this model "
+            f"is {kind} booster with {bank.n_outputs} outputs and a {model.task.transform} transform "
+            "(multiclass boosters are refused: docs/compress.md)")
 
 
 @dataclass

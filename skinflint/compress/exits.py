@@ -37,7 +37,7 @@ import numpy as np
 from ..ir import builders
 from ..ir.costs import features_per_tree
 from ._routing import leaf_index
-from .budget_prune import _bank
+from .budget_prune import _bank, refused_booster
 
 F32_MAX = float(np.finfo(np.float32).max)
 
@@ -131,10 +131,11 @@ def retrofit_exits(model, X, *, every=10, tolerance=0.005, order="auto") -> Exit
     at most ``tolerance`` of them change label (module docstring)."""
     from ..runtimes.reference import ReferenceRuntime
     bank = _bank(model)
-    if model.task.kind != "binary" or bank.n_outputs != 1 or bank.divisor != 1.0:
-        raise ValueError("retrofit_exits: Early Exit checkpoints need a binary boosted ensemble (one margin, "
-                         f"trees summed); this model is a {model.task.kind} with {bank.n_outputs} outputs "
-                         f"and divisor {bank.divisor}")
+    if bank.divisor != 1.0:
+        raise ValueError(f"retrofit_exits: Early Exit checkpoints need a boosted ensemble (trees summed); "
+                         f"this model's trees are averaged (divisor {bank.divisor})")
+    if model.task.kind != "binary" or bank.n_outputs != 1:
+        raise ValueError(refused_booster("retrofit_exits", "a binary task (one margin)", model, bank))
     if every < 1 or every >= bank.n_trees:
         raise ValueError(f"every: {every!r} must be between 1 and the number of trees - 1 ({bank.n_trees - 1})")
     if order not in ("auto", "source", "cheap-first"):

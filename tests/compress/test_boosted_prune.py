@@ -94,5 +94,6 @@ def test_boosted_refuses_what_it_cannot_refit(boosted):
         budget_prune(m, X[400:], Y[400:], 0.01, node_values="source")
     b3 = lgb.train({"objective": "multiclass", "num_class": 3, "num_leaves": 4, "verbose": -1, "num_threads": 1},
                    lgb.Dataset(X[:300], Y[:300] + (X[:300, 4] > 1)), 3)
-    with pytest.raises(ValueError, match="binary logistic or a squared loss"):
+    with pytest.raises(ValueError, match="BudgetPrune: boosted ensembles are supported for a binary logistic or a "
+                                         "squared loss only; this model is a multiclass booster with 3 outputs"):
         budget_prune(from_lightgbm(b3), X[400:], Y[400:], 0.01)

@@ -60,3 +60,11 @@ def test_refused(booster):
         retrofit_exits(booster, X[500:], every=0)
     with pytest.raises(ValueError, match="order"):
         retrofit_exits(booster, X[500:], order="random")
+
+
+def test_multiclass_booster_is_refused_with_one_clear_error():
+    b3 = lgb.train({"objective": "multiclass", "num_class": 3, "num_leaves": 4, "verbose": -1, "num_threads": 1},
+                   lgb.Dataset(X[:300], (X[:300, 0] > 0).astype(int) + (X[:300, 1] > 1)), 4)
+    with pytest.raises(ValueError, match="retrofit_exits: boosted ensembles are supported for a binary task "
+                                         r"\(one margin\) only; this model is a multiclass booster with 3 outputs"):
+        retrofit_exits(from_lightgbm(b3), X[500:], every=2)
