@@ -2,6 +2,7 @@
 
     python benchmarks/bench_compress.py [--quick] [--out compress-results] [--data spambase,magic,letter]
     python benchmarks/bench_compress.py --timing [--trees 500 --rows 50000]
+    python benchmarks/bench_compress.py --replot --out compress-results
 
 For each data set: compare.py's seeded train / validation / test split and
 Yahoo-like feature costs, tree evaluation cost e_t = 1 for every model (the
@@ -175,14 +176,20 @@ def plot(results, path):
     import matplotlib.pyplot as plt
     fig, axes = plt.subplots(1, len(results), figsize=(5 * len(results), 4), squeeze=False)
     for ax, (name, rows) in zip(axes[0], results.items(), strict=True):
+        # the region that matters: from 0.1 below the least accurate source up; the constant models
+        # that high lambdas leave (the majority class's accuracy, cost 0) lie below it and are left out
+        lo = min(r["accuracy"] for r in rows if r["method"].endswith("(source)")) - 0.1
+        shown = [r for r in rows if r["accuracy"] >= lo and r["mean_cost"] > 0]
         groups = {}
-        for r in rows:
+        for r in shown:
             groups.setdefault(r["method"].split(" (")[0], []).append(r)
         for m, g in groups.items():
             g = sorted(g, key=lambda r: r["mean_cost"])
-            ax.plot([r["mean_cost"] for r in g], [r["accuracy"] for r in g], "o-" if len(g) > 1 else "s", label=m)
-        ax.set_xscale("symlog", linthresh=10)
-        ax.set_title(name)
+            ax.plot([r["mean_cost"] for r in g], [r["accuracy"] for r in g], "o-" if len(g) > 1 else "s",
+                    label=m, markersize=4)
+        ax.set_xscale("log")
+        ax.set_ylim(lo, max(r["accuracy"] for r in rows) + 0.01)
+        ax.set_title(f"{name} (models below {lo:.2f} not shown)")
         ax.set_xlabel("mean cost per test row")
         ax.set_ylabel("test accuracy")
         ax.grid(alpha=0.3)
@@ -192,10 +199,16 @@ def plot(results, path):
 
 
 def timing(n_trees, n_rows):
+    """One BudgetPrune run, wall and CPU seconds of each phase.  The CPU
+    seconds (both threads together) tell the work apart from a shared
+    machine's load, which the load average printed with them shows."""
+    import resource
+
     from sklearn.datasets import make_classification
     from sklearn.ensemble import RandomForestClassifier
 
     from skinflint.compress import budget_prune
+    from skinflint.compress.budget_prune import _Problem
     X, y = make_classification(2 * n_rows, n_features=20, n_informative=10, random_state=0)
     X = X.astype(np.float32)
     costs = datasets.yahoo_like_costs(datasets.Dataset(X, y, [f"x{i}" for i in range(20)], np.ones(20))).costs
@@ -204,12 +217,35 @@ def timing(n_trees, n_rows):
     t_fit = time.perf_counter() - t0
     m = from_sklearn(rf, costs)
     budget_prune(m, X[n_rows:n_rows + 200], y[n_rows:n_rows + 200], 1e-3)   # numba compiles (cached) here
-    t0 = time.perf_counter()
-    r = budget_prune(m, X[n_rows:], y[n_rows:], 1e-3)
-    t = time.perf_counter() - t0
+    Xv, yv = X[n_rows:], y[n_rows:]
+    w0, c0 = time.perf_counter(), time.process_time()
+    problem = _Problem(m, Xv, yv)
+    w1, c1 = time.perf_counter(), time.process_time()
+    r = budget_prune(m, Xv, yv, 1e-3, _problem=problem)
+    w2, c2 = time.perf_counter(), time.process_time()
+    S = problem.t_node.shape[0]
     print(f"BudgetPrune: {n_trees} trees ({m.nodes[0].feature.shape[0]} nodes, depth <= 10) over {n_rows} "
-          f"validation rows: {t:.1f} s (the forest trained on {n_rows} rows in {t_fit:.1f} s: "
-          f"{t / t_fit:.2f}x); {r.n_trees} trees, {r.n_nodes} nodes kept, mean cost {r.cost:.1f}")
+          f"validation rows, {S} (tree, row, unit) first touches ({S / (n_trees * n_rows):.1f} per tree "
+          f"and row): {w2 - w0:.1f} s wall, {c2 - c0:.1f} s CPU (routing and grouping {w1 - w0:.1f} s wall / "
+          f"{c1 - c0:.1f} s CPU, the solve at lambda = 1e-3 {w2 - w1:.1f} s / {c2 - c1:.1f} s); "
+          f"peak memory of the process {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2 ** 20:.1f} GiB; "
+          f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores. The forest trained on {n_rows} "
+          f"rows in {t_fit:.1f} s. Kept {r.n_trees} trees, {r.n_nodes} nodes, mean cost {r.cost:.1f}")
+
+
+def rows_from_md(path):
+    """The rows of a ``<data>.md`` this script wrote (its first table), to
+    redraw the plot without running again."""
+    rows = []
+    with open(path) as fh:
+        for line in fh:
+            if line.startswith("####"):
+                break
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            if len(cells) == 5 and cells[0] not in ("model", "---"):
+                rows.append({"method": cells[0], "accuracy": float(cells[1]), "mean_cost": float(cells[2]),
+                             "trees": int(cells[3]), "seconds": float(cells[4])})
+    return rows
 
 
 def main(argv=None):
@@ -220,9 +256,14 @@ def main(argv=None):
     ap.add_argument("--timing", action="store_true")
     ap.add_argument("--trees", type=int, default=500)
     ap.add_argument("--rows", type=int, default=50000)
+    ap.add_argument("--replot", action="store_true", help="redraw --out's plot from its <data>.md tables")
     args = ap.parse_args(argv)
     if args.timing:
         timing(args.trees, args.rows)
+        return
+    if args.replot:
+        plot({n: rows_from_md(os.path.join(args.out, f"{n}.md")) for n in args.data.split(",")},
+             os.path.join(args.out, "compress.png"))
         return
     os.makedirs(args.out, exist_ok=True)
     results = {}
