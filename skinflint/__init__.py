@@ -27,6 +27,7 @@ _LAZY = {
     "EarlyExitClassifier": ("skinflint.trainers", "EarlyExitClassifier"),
     "GreedyMiserRanker": ("skinflint.trainers", "GreedyMiserRanker"),
     "EarlyExitRanker": ("skinflint.trainers", "EarlyExitRanker"),
+    "CascadeRanker": ("skinflint.trainers", "CascadeRanker"),
     "CronusClassifier": ("skinflint.trainers", "CronusClassifier"),
     "CSCCClassifier": ("skinflint.trainers", "CSCCClassifier"),
     "CSTCClassifier": ("skinflint.trainers", "CSTCClassifier"),

@@ -5,6 +5,7 @@ demo and the curve helper.
 """
 from .anytime.afr import AFRClassifier
 from .base import CostSensitiveClassifier, CostSensitiveRegressor
+from .boosting.cascade_ranker import CascadeRanker
 from .boosting.early_exit import EarlyExitClassifier
 from .boosting.greedy_miser import GreedyMiserClassifier, GreedyMiserRegressor
 from .boosting.ranker import EarlyExitRanker, GreedyMiserRanker
@@ -22,6 +23,7 @@ from .trees.cstc import CSTCClassifier, CSTCRegressor
 __all__ = [
     "CostSensitiveClassifier", "CostSensitiveRegressor",
     "GreedyMiserClassifier", "GreedyMiserRegressor", "GreedyMiserRanker", "EarlyExitClassifier", "EarlyExitRanker",
+    "CascadeRanker",
     "CronusClassifier", "CSCCClassifier", "CSTCClassifier", "CSTCRegressor", "ASTCClassifier", "ASTCRegressor",
     "node_budgets_from", "AFRClassifier", "LinearSVMClassifier", "SparseLinearClassifier", "KernelSVMClassifier",
     "CVMClassifier", "LARSSVMClassifier", "ReducedSVMClassifier", "cost_accuracy_curve", "format_table",

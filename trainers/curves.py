@@ -145,11 +145,22 @@ def model_row(model, X_test, y_test, est, params, fit_time, *, label=None, n_ite
     (``metric``, over the queries ``group_test`` for a ranking metric),
     mean lazy cost and static cost on the reference runtime."""
     regression = is_regressor(est)
-    p = predict(model, X_test)
+    if model.scores_queries:
+        # a query-level exit (EarlyExitRanker, CascadeRanker) ranks whole queries: the metric reads
+        # the query's order, in which dropped documents follow the survivors (docs/ranking.md)
+        from .boosting.ranker import rank_queries
+        metric = metric or "ndcg@5"
+        fn, k, _ = parse_metric(metric)
+        r = rank_queries(model, X_test, group_test)
+        accuracy, mean_cost = float(fn(y_test, r.scores, group_test, k, order=r.order)), float(r.cost.mean())
+    else:
+        p = predict(model, X_test)
+        accuracy = _value(metric, y_test, p.output, p.scores, group_test, regression)
+        mean_cost = float(p.cost.mean())
     return dict(method=_label(est, params, label), estimator=type(est).__name__, params=params,
                 lam=float(est.get_params().get("cost_tradeoff") or 0.0), n_iterations=n_iterations,
-                accuracy=_value(metric, y_test, p.output, p.scores, group_test, regression),
-                metric=metric or ("neg_mse" if regression else "accuracy"), mean_cost=float(p.cost.mean()),
+                accuracy=accuracy,
+                metric=metric or ("neg_mse" if regression else "accuracy"), mean_cost=mean_cost,
                 static_cost=model.static_cost(), n_features=int(len(model.features_used())),
                 fit_time=fit_time, model=model)
 

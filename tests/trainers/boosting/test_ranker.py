@@ -18,6 +18,7 @@ from skinflint.trainers.boosting.ranker import (
     GreedyMiserRanker,
     checkpoints,
     prefix_model,
+    rank_queries,
 )
 
 FAST = dict(n_estimators=20, max_depth=3, min_samples_leaf=5, verbose=0, random_state=0)
@@ -303,3 +304,25 @@ def test_early_stopping_holds_out_whole_queries():
     # rounds chosen on the held-out queries' NDCG@5: at least one, at most all
     assert 1 <= est.n_estimators_ <= 20
     assert 0.0 <= est.score(ds.X, ds.y, ds.qid) <= 1.0
+
+
+def test_cost_accuracy_curve_sweeps_the_per_query_exit(ltr):
+    from skinflint.trainers import cost_accuracy_curve
+    ds, tr, va, te = ltr
+    groups = (tr.qid, va.qid, te.qid)
+    proto = EarlyExitRanker(feature_costs=ds.feature_costs, exit_every=2, **dict(FAST, n_estimators=10))
+    rows = cost_accuracy_curve(proto, {"threshold": [1e-3, 1e30]}, tr.X, tr.y, va.X, va.y, te.X, te.y,
+                               groups=groups, choose_rounds=False, verbose=0)
+    assert [r["metric"] for r in rows] == ["ndcg@5", "ndcg@5"]
+    assert all(r["model"].scores_queries for r in rows)
+    tiny, never = (rank_queries(r["model"], te.X, te.qid) for r in rows)
+    # s = 1e30 drops nobody: every document runs all 10 trees and the ranking is the plain
+    # score order, so NDCG@5 needs no order of the runtime's
+    assert np.all(never.n_trees == 10)
+    assert rows[1]["accuracy"] == ndcg(te.y, never.scores, te.qid)
+    assert rows[1]["mean_cost"] == float(never.cost.mean())
+    # a tiny s drops documents early: less cost, and the metric reads the query order, in
+    # which dropped documents follow the survivors whatever their score
+    assert np.any(tiny.n_trees < 10)
+    assert rows[0]["mean_cost"] == float(tiny.cost.mean()) < rows[1]["mean_cost"]
+    assert rows[0]["accuracy"] == ndcg(te.y, tiny.scores, te.qid, order=tiny.order)
