@@ -87,9 +87,13 @@ def rmatvec(A, x):
 
 @njit(cache=True)
 def matmul(A, B):
-    """A @ B: C_ij = sum_k A_ik B_kj, k ascending (vectorised across j)."""
+    """A @ B: C_ij = sum_k A_ik B_kj, k ascending (vectorised across j).  A
+    single column of B goes through :func:`matvec` (the same sum, four rows'
+    chains interleaved: ~10x faster than one chain through memory)."""
     n, p = A.shape
     m = B.shape[1]
+    if m == 1:
+        return matvec(A, B[:, 0]).reshape((n, 1))
     C = np.zeros((n, m))
     for i in range(n):
         for k in range(p):
@@ -101,15 +105,62 @@ def matmul(A, B):
 
 @njit(cache=True)
 def tmatmul(A, B):
-    """A.T @ B: C_jl = sum_i A_ij B_il, i ascending."""
+    """A.T @ B: C_jl = sum_i A_ij B_il, i ascending.
+
+    Every C_jl is one chain over i from 0.0, whatever the shape; only the
+    memory layout of the accumulation depends on it (the same bits as the
+    plain triple loop):
+
+    * B with fewer than 16 columns (CVM's gradient on low-dimensional data,
+      a single residual column): C' is accumulated, vectorised across j over
+      each row of A (a short inner loop over l vectorises badly);
+    * otherwise four rows of C at a time, each in its own small array that
+      stays in L1 while the rows of A and B stream past (vectorised across
+      l): ~1.6x faster than one pass over all of C per row of A on CVM's
+      [806, 161]' [806, 57], ~2.5x on [1779, 356]' [1779, 10]."""
     n, p = A.shape
     m = B.shape[1]
     C = np.zeros((p, m))
-    for i in range(n):
-        for j in range(p):
-            a = A[i, j]
+    if m < 16:
+        CT = np.zeros((m, p))
+        for i in range(n):
             for l in range(m):
-                C[j, l] += a * B[i, l]
+                b = B[i, l]
+                for j in range(p):
+                    CT[l, j] += A[i, j] * b
+        for j in range(p):
+            for l in range(m):
+                C[j, l] = CT[l, j]
+        return C
+    nb = p // 4
+    for blk in range(nb):
+        j = 4 * blk
+        c0 = np.zeros(m)
+        c1 = np.zeros(m)
+        c2 = np.zeros(m)
+        c3 = np.zeros(m)
+        for i in range(n):
+            a0 = A[i, j]
+            a1 = A[i, j + 1]
+            a2 = A[i, j + 2]
+            a3 = A[i, j + 3]
+            for l in range(m):
+                bl = B[i, l]
+                c0[l] += a0 * bl
+                c1[l] += a1 * bl
+                c2[l] += a2 * bl
+                c3[l] += a3 * bl
+        C[j, :] = c0
+        C[j + 1, :] = c1
+        C[j + 2, :] = c2
+        C[j + 3, :] = c3
+    for j in range(4 * nb, p):
+        c0 = np.zeros(m)
+        for i in range(n):
+            a0 = A[i, j]
+            for l in range(m):
+                c0[l] += a0 * B[i, l]
+        C[j, :] = c0
     return C
 
 
@@ -136,16 +187,50 @@ def sq_distances(A, Bt):
     """Squared Euclidean distances D_ij = sum_d (A_id - B_jd)^2, d ascending,
     with ``Bt`` = B.T (contiguous [D, m], so the loop over j vectorises).
     Exact differences, never the ``|a|^2 + |b|^2 - 2 a.b`` expansion: no
-    cancellation, never negative."""
+    cancellation, never negative.
+
+    Blocked for the cache, not for the order: columns of Bt in blocks of 64
+    (a contiguous copy, [D, 64] fits L1), four rows of A at a time, each
+    D_ij one chain over d from 0.0 in a small accumulator; the same bits as
+    the plain loop, ~1.5x faster on CVM's [806, 57] x [57, 161]."""
     n, D = A.shape
     m = Bt.shape[1]
-    out = np.zeros((n, m))
-    for i in range(n):
-        for d in range(D):
-            a = A[i, d]
-            for j in range(m):
-                t = a - Bt[d, j]
-                out[i, j] += t * t
+    out = np.empty((n, m))
+    JB = 64
+    for b in range((m + JB - 1) // JB):
+        j0 = b * JB
+        w = min(JB, m - j0)
+        Bb = np.ascontiguousarray(Bt[:, j0:j0 + w])
+        acc = np.zeros((4, w))
+        i = 0
+        while i + 4 <= n:
+            acc[:] = 0.0
+            for d in range(D):
+                a0 = A[i, d]
+                a1 = A[i + 1, d]
+                a2 = A[i + 2, d]
+                a3 = A[i + 3, d]
+                for j in range(w):
+                    bj = Bb[d, j]
+                    t0 = a0 - bj
+                    t1 = a1 - bj
+                    t2 = a2 - bj
+                    t3 = a3 - bj
+                    acc[0, j] += t0 * t0
+                    acc[1, j] += t1 * t1
+                    acc[2, j] += t2 * t2
+                    acc[3, j] += t3 * t3
+            out[i:i + 4, j0:j0 + w] = acc
+            i += 4
+        while i < n:
+            acc[0] = 0.0
+            for d in range(D):
+                a = A[i, d]
+                for j in range(w):
+                    t = a - Bb[d, j]
+                    acc[0, j] += t * t
+            out[i, j0:j0 + w] = acc[0]
+            i += 1
     return out
 
 

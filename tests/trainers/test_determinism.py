@@ -50,6 +50,24 @@ def test_products_sum_in_the_stated_order():
     assert D[2, 4] == _serial_dot(A[2] - A[4], A[2] - A[4]) and D[3, 3] == 0.0
 
 
+def test_every_blocked_layout_keeps_the_stated_order():
+    # matmul with one column (matvec), tmatmul with few columns (C' accumulated)
+    # and many (four rows of C at a time, a remainder row), sq_distances across
+    # two column blocks of 64 and a remainder row: each entry must still be the
+    # serial sum, at every position of a block
+    rng = np.random.default_rng(3)
+    A = rng.normal(size=(39, 70)) * 10.0 ** rng.integers(-8, 8, size=(39, 70))
+    b = rng.normal(size=(70, 1))
+    assert all(linalg.matmul(A, b)[i, 0] == _serial_dot(A[i], b[:, 0]) for i in range(39))
+    for cols in (1, 5, 17, 70):
+        B = A[:, :cols].copy()
+        C = linalg.tmatmul(A, B)
+        assert all(C[j, l] == _serial_dot(A[:, j], B[:, l]) for j in range(70) for l in range(0, cols, 4))
+    Y = rng.normal(size=(66, 70)) * 10.0 ** rng.integers(-3, 3, size=(66, 70))
+    D = linalg.sq_distances(A, Y.T.copy())
+    assert all(D[i, j] == _serial_dot(A[i] - Y[j], A[i] - Y[j]) for i in range(39) for j in range(0, 66, 5))
+
+
 def test_solvers_agree_with_lapack():
     rng = np.random.default_rng(2)
     X = rng.normal(size=(200, 12))
