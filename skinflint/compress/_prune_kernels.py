@@ -127,17 +127,24 @@ def dual_step(seg, node_k, kept, share, eta):
     """s += eta * w^t (the dual subgradient), projected per (unit, row) onto
     {s >= 0, sum_t s^t <= 1} (Michelot's algorithm); returns whether each
     (unit, row) is paid by some kept tree (the primal w_{u,i}).  Triples
-    are in (unit, row) order, so each segment is contiguous."""
+    are in (unit, row) order, so each segment is contiguous.  The loops are
+    branch-free (adding 0.0 where the branch would skip, exact for these
+    non-negative shares): the tests below are unpredictable, and a select
+    costs less than a mispredicted branch, with the same sums in the same
+    order."""
     n = seg.shape[0] - 1
     used = np.zeros(n, np.bool_)
     for j in prange(n):
         a, b = seg[j], seg[j + 1]
         total = 0.0
+        paid = False
         for p in range(a, b):
-            if kept[node_k[p]]:
-                share[p] += eta
-                used[j] = True
-            total += share[p]
+            k = kept[node_k[p]]
+            paid |= k
+            sp = share[p] + (eta if k else 0.0)
+            share[p] = sp
+            total += sp
+        used[j] = paid
         if total <= 1.0:
             continue
         theta = (total - 1.0) / (b - a)
@@ -145,9 +152,10 @@ def dual_step(seg, node_k, kept, share, eta):
         for _ in range(b - a):                     # the active set only shrinks
             cnt, s = 0, 0.0
             for p in range(a, b):
-                if share[p] > theta:
-                    cnt += 1
-                    s += share[p]
+                sp = share[p]
+                above = sp > theta
+                cnt += above
+                s += sp if above else 0.0
             theta = (s - 1.0) / cnt
             if cnt == active:
                 break
