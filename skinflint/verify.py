@@ -333,14 +333,9 @@ def verify(model, X=None, *, runtimes=None, budget=None, budgets="around", adver
                              "(verify_ranking); pass budgets='around' or None")
         return verify_ranking(model, X, runtimes=runtimes, budgets=budgets, adversarial=adversarial, seed=seed,
                               max_rows=max_rows)
-    runtimes = DEFAULT_CHECKED if runtimes is None else runtimes
-    if isinstance(runtimes, str) or not hasattr(runtimes, "__iter__"):
-        runtimes = [runtimes]
     if X is not None:
         X = as_features(X, model.n_features, model.feature_names)
-    rows = adversarial_rows(model, X, seed=seed, max_rows=max_rows) if adversarial or X is None else X
-    if adversarial and X is not None:
-        rows = np.concatenate([X, rows])
+    rows = _rows_to_check(model, X, adversarial, seed, max_rows)
     tables = lower(model)
     reference = ReferenceRuntime(model, tables=tables)
     b = as_budget(budget, len(rows)) if np.ndim(budget) == 0 or not adversarial else None
@@ -355,10 +350,7 @@ def verify(model, X=None, *, runtimes=None, budget=None, budgets="around", adver
         X2, B2 = rows, b
     ref = reference.predict(X2, B2)
     reports = []
-    for rt in runtimes:
-        name = rt if isinstance(rt, str) else getattr(rt, "name", type(rt).__name__)
-        if name == "reference":
-            continue
+    for name, rt in _compared_runtimes(runtimes):
         try:
             if isinstance(rt, str):
                 rt = runtime(rt, model, tables)
@@ -368,6 +360,28 @@ def verify(model, X=None, *, runtimes=None, budget=None, budgets="around", adver
             continue
         reports.append(compare(model, X2, ref, got, name))
     return ParityReport(model_hash=model_hash(model)[:16], rows=len(X2), budgets=label, backends=reports)
+
+
+def _rows_to_check(model, X, adversarial, seed, max_rows):
+    """The rows a parity check runs: ``X`` as given with ``adversarial=False``,
+    else ``X`` (if any) followed by ``adversarial_rows``."""
+    if not adversarial and X is not None:
+        return X
+    rows = adversarial_rows(model, X, seed=seed, max_rows=max_rows)
+    return rows if X is None else np.concatenate([X, rows])
+
+
+def _compared_runtimes(runtimes):
+    """(name, runtime or its registry name) of each runtime to compare with
+    the reference (``DEFAULT_CHECKED`` when None; the reference itself is
+    skipped)."""
+    runtimes = DEFAULT_CHECKED if runtimes is None else runtimes
+    if isinstance(runtimes, str) or not hasattr(runtimes, "__iter__"):
+        runtimes = [runtimes]
+    for rt in runtimes:
+        name = rt if isinstance(rt, str) else getattr(rt, "name", type(rt).__name__)
+        if name != "reference":
+            yield name, rt
 
 
 # ---------------------------------------------------------------- query-level parity (docs/ranking.md)
@@ -431,19 +445,13 @@ def verify_ranking(model, X=None, group=None, *, runtimes=None, budgets="around"
     from .runtimes.reference import ReferenceRuntime
     if budgets not in ("around", None):
         raise ValueError(f"verify_ranking(budgets={budgets!r}): budgets is 'around' or None")
-    runtimes = DEFAULT_CHECKED if runtimes is None else runtimes
-    if isinstance(runtimes, str) or not hasattr(runtimes, "__iter__"):
-        runtimes = [runtimes]
     reference = ReferenceRuntime(model)
     if X is not None:
         X = as_features(X, model.n_features, model.feature_names)
     if X is not None and group is not None:
         rows, sizes = X, np.asarray(group)
     else:
-        rows = adversarial_rows(model, X, seed=seed, max_rows=max_rows) if adversarial or X is None else X
-        if adversarial and X is not None:
-            rows = np.concatenate([X, rows])
-        rows, sizes = random_queries(rows, seed)
+        rows, sizes = random_queries(_rows_to_check(model, X, adversarial, seed, max_rows), seed)
     runs: list[tuple[np.ndarray, np.ndarray, np.ndarray | None]] = [(rows, sizes, None)]
     label = "none"
     if budgets == "around":
@@ -452,10 +460,7 @@ def verify_ranking(model, X=None, group=None, *, runtimes=None, budgets="around"
         label += ", and at/around each document's cost"
     refs = [reference.rank(x, g, b) for x, g, b in runs]
     reports = []
-    for rt in runtimes:
-        name = rt if isinstance(rt, str) else getattr(rt, "name", type(rt).__name__)
-        if name == "reference":
-            continue
+    for name, rt in _compared_runtimes(runtimes):
         try:
             if isinstance(rt, str):
                 rt = runtime(rt, model)
