@@ -472,11 +472,29 @@ class Costs(Part):
         g = self.g
         touched = self.touched_features()
         _, costs = self._paid_units()
+        (groups, feats, trees, svs), _ = self._paid_units()
         with g.scope("pay/total", root=True):
-            proxy = g.where(touched, g.const(np.int64(0)), g.const(self.never))
-            paid = g.cast(g.op("Less", g.concat(self._unit_slots(proxy, None), 1), g.const(self.never)), F64)
-            total = g.op("ReduceSum", g.op("Mul", paid, g.const(costs[None])), g.const([1], np.int64),
-                         keepdims=0)
+            if groups.size:
+                proxy = g.where(touched, g.const(np.int64(0)), g.const(self.never))
+                paid = g.cast(g.op("Less", g.concat(self._unit_slots(proxy, None), 1), g.const(self.never)), F64)
+                total = g.op("ReduceSum", g.op("Mul", paid, g.const(costs[None])), g.const([1], np.int64),
+                             keepdims=0)
+            else:
+                # no group: the touched features' costs, plus the trees and
+                # support vectors of the one region (every row evaluates them),
+                # exact in any order
+                fc = self.m.feature_costs
+                if feats.size:
+                    paid = g.cast(touched if feats.size == self.F else g.gather(touched, feats, 1), F64)
+                    total = g.op("ReduceSum", g.op("Mul", paid, g.const(fc[feats][None].astype(np.float64))),
+                                 g.const([1], np.int64), keepdims=0)
+                else:
+                    total = rows_like(g, self.X, 0.0, np.float64)
+                others = np.concatenate([self.layout.tree0 + trees, self.layout.sv0 + svs])
+                at = self.static(others)[0] if others.size else np.zeros(0, np.int64)
+                fixed = float(np.sum(costs[feats.size:][at < self.never]))
+                if fixed:
+                    total = g.op("Add", total, g.const(np.float64(fixed)))
             never = rows_like(g, self.X, self.never, np.int64)
         if not with_budget:
             return never, total, (touched if with_used else None)

@@ -267,8 +267,8 @@ class Values(Part):
         if self._ensemble is None:
             parts = (["starts"] if self.need_starts or not self.vote_values else []) + \
                 (["values"] if self.vote_values else []) + (["touches"] if self.touch_votes is not None else [])
-            if self.small and self._starts_fit():
-                parts = ["each_start"] + (["touches"] if self.touch_votes is not None else [])
+            if self.small and self._starts_fit() and "starts" in parts:
+                parts = ["each_start"] + parts[1:]
             forest, first, total = self._forest(parts)
             g = self.g
             with g.scope("leaf/ensemble", root=True):
@@ -405,10 +405,10 @@ class Values(Part):
         bias = t.bias64 if wide else t.bias
         if kind == KIND_TREES and K == 1 and self.small:
             return self._row_prefix(n, np.arange(first, first + count), wide)
+        if kind == KIND_TREES and K == 1:
+            return self._tree_prefix(n, np.arange(first, first + count), wide)
         with g.scope(f"value/{self.m.nodes[n].kind}{n}", root=True):
             init = expand_rows(g, self.X, g.const(bias[t.node_bias[n]: t.node_bias[n] + K][None, None, :]))
-        if kind == KIND_TREES and K == 1:
-            return self._tree_prefix(n, init, np.arange(first, first + count), wide)
         if kind == KIND_TREES:
             steps = self.leaf_values(np.arange(first, first + count), np.arange(K)[None, None, :], wide)
             with g.scope(f"value/trees{n}", root=True):
@@ -460,18 +460,24 @@ class Values(Part):
             self.rows_2d.add(n)
             return run
 
-    def _tree_prefix(self, n, init, trees, wide):
+    def _tree_prefix(self, n, trees, wide):
         """``prefix`` of a one-output tree bank, summed tree-major: the leaf
         values as [T, N] and CumSum along axis 0, the same additions in the
         same order as along axis 1 of [N, T + 1, 1], which onnxruntime runs
         about 100x slower (measured, 20,000 rows x 101: 132 ms vs 0.9 ms).
-        The running values stay [T + 1, N] (node n joins ``tree_major``):
+        The bias comes first by a ``Pad`` of one row: of the bias itself onto
+        voted values, or of its index (appended to the values table) onto
+        the leaf starts, instead of a ``Concat`` of the whole block.  The
+        running values stay [T + 1, N] (node n joins ``tree_major``):
         readers pick one step per row along axis 0 (``pick_steps``), with no
         Transpose of the whole block back."""
         g, t = self.g, self.t
+        top = np.array([1, 0, 0, 0], np.int64)
+        bias = (t.bias64 if wide else t.bias)[t.node_bias[n]]
         if self.vote_values and n == t.top:
             with g.scope("leaf/values"):      # the operator's own votes (``can_vote_values``)
                 steps = g.op("Transpose", self.ensemble()["values"], perm=[1, 0])              # [T, N]
+                steps = g.op("Pad", steps, g.const(top), g.const(np.float32(bias)))            # [T + 1, N]
         else:
             start, vals = self.leaf_major()
             if wide:
@@ -479,9 +485,10 @@ class Values(Part):
             with g.scope("leaf/values"):
                 if not np.array_equal(trees, np.arange(self.layout.n_trees)):
                     start = g.gather(start, trees, 0)
-                steps = g.op("Gather", g.const(vals), start)                                   # [T, N]
+                start = g.op("Pad", start, g.const(top), g.const(np.int32(len(vals))))
+                steps = g.op("Gather", g.const(np.r_[vals, np.array([bias], vals.dtype)]), start)  # [T + 1, N]
         with g.scope(f"value/trees{n}", root=True):
-            run = g.cumsum(g.concat([g.op("Reshape", init, g.const([1, -1], np.int64)), steps], 0), 0)
+            run = g.cumsum(steps, 0)
             if wide and t.node_div[n] != 1:
                 run = g.op("Div", run, g.const(np.float64(t.node_div[n])))
             self.tree_major.add(n)
