@@ -167,6 +167,13 @@ class _GreedyMiserMixin:
         if self.split_criterion not in SPLIT_CRITERIA:
             raise ValueError(f"split_criterion must be one of {SPLIT_CRITERIA}, got {self.split_criterion!r}")
 
+    def _fit_inputs(self, X, y, sample_weight):
+        """Parameters checked; X, y, the sample weights and the cost
+        specification validated, as every fit of the family starts."""
+        self._check_params()
+        X, y = self._validate_X_y(X, y)
+        return X, y, self._validate_sample_weight(sample_weight, X), self._cost_spec(X.shape[1])
+
     # ------------------------------------------------------------ fit
     def fit(self, X, y, sample_weight=None, eval_set=None):
         """Train.
@@ -187,11 +194,8 @@ class _GreedyMiserMixin:
         -------
         self
         """
-        self._check_params()
-        X, y = self._validate_X_y(X, y)
+        X, y, w, costs = self._fit_inputs(X, y, sample_weight)
         N, F = X.shape
-        costs = self._cost_spec(F)
-        w = self._validate_sample_weight(sample_weight, X)
         rng = np.random.default_rng(self.random_state)
         target = self._encode_target(y, reset=True)
         loss = self._make_loss()

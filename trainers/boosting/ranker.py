@@ -363,13 +363,10 @@ class GreedyMiserRanker(_OneRealOutput, _GreedyMiserMixin, CostSensitiveRegresso
         -------
         self
         """
-        self._check_params()
-        X, y = self._validate_X_y(X, y)
+        X, y, w, costs = self._fit_inputs(X, y, sample_weight)
         N, F = X.shape
-        w = self._validate_sample_weight(sample_weight, X)
         X, labels, qg = self._grouped(X, y, group, checked=True)
         w = qg.take(w)
-        costs = self._cost_spec(F)
         rng = np.random.default_rng(self.random_state)
         loss = make_rank_loss(self.objective, sigma=self.sigma, truncation=self.truncation_level,
                               eval_at=self.eval_at)
