@@ -130,7 +130,7 @@ def cmd_train(args):
         # options a trainer has no parameter for are dropped by the registry
         est = spec.estimator(task, n_estimators=args.trees, max_depth=args.depth,
                              learning_rate=args.learning_rate, cost_tradeoff=args.cost_tradeoff,
-                             threshold=args.exit_threshold, feature_costs=ds.costs,
+                             threshold=args.exit_threshold, exit_rule=args.exit_rule, feature_costs=ds.costs,
                              random_state=args.seed, verbose=1, **extra)
     except ValueError as e:
         raise CLIError(f"{args.trainer}: {e}") from None
@@ -150,6 +150,10 @@ def cmd_train(args):
     print(f"trained {args.trainer} ({task}): " + (f"{rounds} rounds, " if rounds is not None else "")
           + f"static cost {model.static_cost():g}, {what} {score:.4f}")
     print(f"wrote {args.output}")
+    if model.scores_queries:
+        print("note: a query-level exit: only the Python reference runtime ranks it yet "
+              "(ReferenceRuntime(model).rank(X, group)); compile and predict refuse it. "
+              "--exit-rule row trains a per-row model every backend runs.")
 
 
 def cmd_plot(args):
@@ -351,6 +355,9 @@ def build_parser():
     s.add_argument("--depth", type=int, default=4, help="tree depth (level-wise)")
     s.add_argument("--learning-rate", type=float, default=0.1)
     s.add_argument("--exit-threshold", type=float, default=2.0, help="early-exit margin s")
+    s.add_argument("--exit-rule", choices=["query", "row"], default="query",
+                   help="early-exit ranker: the papers' per-query rule (a query-level model: only the Python "
+                        "reference runtime scores it yet) or the per-row rule every backend compiles")
     s.add_argument("--valid", help="validation rows for early stopping")
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("-o", "--output", required=True, help="model JSON to write")
