@@ -100,7 +100,7 @@ def group_triples(t_node, t_key, n_units, N):
     for u in range(n_units):
         ustart[u + 1] += ustart[u]
     fill = ustart[:-1].copy()
-    perm = np.empty(S, np.int64)                   # triples by unit, tree-major within one
+    perm = np.empty(S, np.int32)                   # triples by unit, tree-major within one (S < 2^31)
     for q in range(S):
         u = t_key[q] // N
         perm[fill[u]] = q
