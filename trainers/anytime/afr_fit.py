@@ -182,6 +182,13 @@ class AFRFit:
 
     def block(self, block):
         """One lambda of Alg. 4 (lines 3-15), then lambda halves."""
+        for _ in self.block_steps(block):
+            pass
+
+    def block_steps(self, block):
+        """``block`` as a generator that pauses after each dimension's first
+        tree and after each dimension's refinement, so that the classes of a
+        multiclass fit can take their steps in turn."""
         est = self.est
         T, V = self.T, self.V
         sol, snap, lam = self.sol, self.snap, self.lam
@@ -191,7 +198,8 @@ class AFRFit:
             first = self.nd
             for _ in range(est.dims_per_block):
                 sol, snap = self.init_dimension(self.H, lam, sol, snap)
-                self.snap = snap
+                self.sol, self.snap = sol, snap
+                yield
             dims = range(first, self.nd)
         else:
             dims = range(self.nd)
@@ -220,6 +228,8 @@ class AFRFit:
                 sol, base = new_sol, stat
                 snap = self.accept(s, res, lam, sol, snap)
                 self.snap = snap
+            self.sol = sol
+            yield
         self.sol, self.snap, self.lam = sol, snap, lam / 2.0
 
     def finish(self):

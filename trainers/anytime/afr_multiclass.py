@@ -2,8 +2,9 @@
 class (one-vs-all), Platt-scaled so that their margins compare, sharing one
 paid-feature state.
 
-* The K problems run in lockstep: every block (one lambda) is run for class
-  0, 1, ..., K-1 in turn, over one ``CostState``, so a feature (or a
+* The K problems run in lockstep, one lambda schedule, over one
+  ``CostState``: within a block the classes take one dimension step each
+  in turn (a dimension's first tree, later its refinement), so a feature (or a
   descriptor group) one class has paid costs nothing to the others (paper
   §5: "descriptor costs zero once used").
 * A *global* checkpoint is stored whenever any class is about to pay a new
@@ -57,8 +58,12 @@ class OneVsAllFit:
             f.start()
         self._emit([f.snap for f in self.fits])       # checkpoint 0: the calibrated priors
         for b in range(self.n_blocks):
-            for f in self.fits:
-                f.block(b)
+            # the classes take one dimension step each in turn (not a whole
+            # block each): every class gets its first trees before another
+            # has bought many features, so early checkpoints serve them all
+            steps = [f.block_steps(b) for f in self.fits]
+            while steps:
+                steps = [s for s in steps if next(s, StopIteration) is not StopIteration]
             if bar is not None:
                 bar.update()
         self._emit([f.snap for f in self.fits])
