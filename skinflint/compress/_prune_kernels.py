@@ -98,14 +98,27 @@ def solve_trees(order, ooff, left, right, feature, err, B, root_cost):
 
 
 @njit(cache=True)
-def node_charges(seg, seg_unit, node_k, cap, share, M):
-    """B_h = sum over the triples first touched at h of cap_u * s (triples
-    in (unit, row) order, read sequentially: one fixed order of the sums)."""
-    B = np.zeros(M)
-    for j in range(seg.shape[0] - 1):
-        c = cap[seg_unit[j]]
+def _charge_unit(u, useg, seg, node_k, cap, share, B):
+    c = cap[u]
+    for j in range(useg[u], useg[u + 1]):
         for p in range(seg[j], seg[j + 1]):
             B[node_k[p]] += c * share[p]
+
+
+@njit(cache=True, parallel=True)
+def node_charges(useg, n_features, seg, node_k, cap, share, M):
+    """B_h = sum over the triples first touched at h of cap_u * s, each
+    node's terms added in (unit, row) order.  A node first touches at most
+    two units, its feature's and then its group's (units >= F), so the
+    features' blocks run in parallel (no node is in two of them), then the
+    groups' blocks, each adding to what its nodes hold: the same sums in
+    the same order as one sequential pass.  ``useg`` [units + 1]: each
+    unit's range of segments."""
+    B = np.zeros(M)
+    for u in prange(n_features):
+        _charge_unit(u, useg, seg, node_k, cap, share, B)
+    for u in prange(n_features, useg.shape[0] - 1):
+        _charge_unit(u, useg, seg, node_k, cap, share, B)
     return B
 
 

@@ -199,6 +199,7 @@ class _Problem:
                              "2^31; prune on fewer validation rows")
         self.seg, seg_unit, self.node_k, self.seg_of = group_triples(t_node, t_key, len(self.unit_cost), self.N)
         self.seg_unit = seg_unit
+        self.useg = np.searchsorted(seg_unit, np.arange(len(self.unit_cost) + 1)).astype(np.int64)
         self.seg_cost = self.unit_cost[seg_unit]
         self.t_node = t_node
 
@@ -236,7 +237,7 @@ class _Problem:
         share = np.repeat(1.0 / np.diff(self.seg), np.diff(self.seg))
         best, best_dual, best_sol = np.inf, -np.inf, None
         for k in range(iterations):
-            B = K.node_charges(self.seg, self.seg_unit, self.node_k, cap, share, f.shape[0])
+            B = K.node_charges(self.useg, self.model.n_features, self.seg, self.node_k, cap, share, f.shape[0])
             kept, alive, dual = K.solve_trees(self.order, self.ooff, lft, rgt, f, err, B, root_cost)
             best_dual = max(best_dual, float(dual.sum()))
             used = K.dual_step(self.seg, self.node_k, kept, share, 0.5 / np.sqrt(k + 1.0))
