@@ -282,6 +282,8 @@ _RANKER_DOC = """
         Pairs need one document in the current top ``truncation_level`` (LightGBM's default).
     eval_at : int, default 5
         k of the validation NDCG@k that chooses the number of trees, and of ``score``.
+    split_criterion : {"newton", "least_squares"}, default "newton"
+        As ``GreedyMiserClassifier``'s (docs/boosting.md).
 
     The other parameters are Greedy Miser's (``GreedyMiserRegressor``): ``cost_tradeoff`` (lambda of Eq. 2.5,
     per training row) 0 is plain (LambdaMART) GBRT; ``early_stopping`` holds out ``validation_fraction`` of
@@ -303,7 +305,8 @@ class GreedyMiserRanker(_OneRealOutput, _GreedyMiserMixin, CostSensitiveRegresso
                  max_bins=255, cost_tradeoff=0.0, refund="tree", feature_costs=None,
                  feature_groups=None, group_costs=None, feature_names=None, group_names=None,
                  tree_eval_cost=0.0, max_feature_cost=None, early_stopping=False, validation_fraction=0.1,
-                 n_iter_no_change=10, random_state=None, verbose=1, sigma=1.0, truncation_level=30, eval_at=5):
+                 n_iter_no_change=10, random_state=None, verbose=1, sigma=1.0, truncation_level=30, eval_at=5,
+                 split_criterion="newton"):
         super().__init__(
             n_estimators=n_estimators, learning_rate=learning_rate, max_depth=max_depth,
             min_samples_leaf=min_samples_leaf, l2_regularization=l2_regularization, leaf_values=leaf_values,
@@ -312,7 +315,7 @@ class GreedyMiserRanker(_OneRealOutput, _GreedyMiserMixin, CostSensitiveRegresso
             feature_names=feature_names, group_names=group_names, tree_eval_cost=tree_eval_cost,
             max_feature_cost=max_feature_cost, early_stopping=early_stopping,
             validation_fraction=validation_fraction, n_iter_no_change=n_iter_no_change,
-            random_state=random_state, verbose=verbose)
+            random_state=random_state, verbose=verbose, split_criterion=split_criterion)
         del self.loss                     # a ranker's loss is its ``objective``
         self.objective = objective
         self.sigma = sigma
@@ -407,7 +410,7 @@ class GreedyMiserRanker(_OneRealOutput, _GreedyMiserMixin, CostSensitiveRegresso
                        allowed_features=active, learning_rate=self.learning_rate, max_depth=self.max_depth,
                        min_samples_leaf=self.min_samples_leaf, l2_regularization=self.l2_regularization,
                        leaf_values=self.leaf_values, subsample=self.subsample, rng=rng, eval_set=validation,
-                       n_iter_no_change=self.n_iter_no_change,
+                       n_iter_no_change=self.n_iter_no_change, split_criterion=self.split_criterion,
                        progress=type(self).__name__ if self.verbose else None)
         self._costs = costs
         self.base_score_ = base.astype(np.float32)
@@ -462,7 +465,7 @@ class EarlyExitRanker(GreedyMiserRanker):
                  feature_groups=None, group_costs=None, feature_names=None, group_names=None,
                  tree_eval_cost=0.0, max_feature_cost=None, early_stopping=False, validation_fraction=0.1,
                  n_iter_no_change=10, random_state=None, verbose=1, sigma=1.0, truncation_level=30, eval_at=5,
-                 exit_every=10, threshold=1.0, top_k=5, exit_rule="query"):
+                 split_criterion="newton", exit_every=10, threshold=1.0, top_k=5, exit_rule="query"):
         super().__init__(
             objective=objective, n_estimators=n_estimators, learning_rate=learning_rate, max_depth=max_depth,
             min_samples_leaf=min_samples_leaf, l2_regularization=l2_regularization, leaf_values=leaf_values,
@@ -472,7 +475,7 @@ class EarlyExitRanker(GreedyMiserRanker):
             max_feature_cost=max_feature_cost, early_stopping=early_stopping,
             validation_fraction=validation_fraction, n_iter_no_change=n_iter_no_change,
             random_state=random_state, verbose=verbose, sigma=sigma, truncation_level=truncation_level,
-            eval_at=eval_at)
+            eval_at=eval_at, split_criterion=split_criterion)
         self.exit_every = exit_every
         self.threshold = threshold
         self.top_k = top_k
