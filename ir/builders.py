@@ -250,6 +250,16 @@ def proximity_gaps(s, after, n_trees) -> list[float]:
     return [s * (T - int(i)) / max(T - 1, 1) for i in after]
 
 
+def _per_checkpoint(value, J, what) -> list:
+    """One number for every checkpoint, or one per checkpoint."""
+    values = np.ravel(np.asarray(value, np.float64))
+    if values.size == 1:
+        return [values[0]] * J
+    if values.size != J:
+        raise IRError(f"{what}: {values.size} values for {J} checkpoints (give one, or one per checkpoint)")
+    return list(values)
+
+
 def query_exit(scorer, after, *, rule="proximity", keep=5, gap=None, name="") -> QueryExitNode:
     """A query-level exit over tree bank node ``scorer`` with checkpoints
     after the tree counts ``after`` (``ir.every(n, T)`` for every n trees).
@@ -258,11 +268,11 @@ def query_exit(scorer, after, *, rule="proximity", keep=5, gap=None, name="") ->
     (no gap); ``keep``: one number, or one per checkpoint."""
     after = [int(a) for a in after]
     J = len(after)
-    keeps = [int(k) for k in np.broadcast_to(np.asarray(keep), (J,))] if J else []
+    keeps = [int(k) for k in _per_checkpoint(keep, J, "keep")]
     rules = [rule] * J if isinstance(rule, str) else list(rule)
     if len(rules) != J:
         raise IRError(f"rule: {len(rules)} rules for {J} checkpoints")
-    gaps = [0.0] * J if gap is None else [float(g) for g in np.broadcast_to(np.asarray(gap, np.float64), (J,))]
+    gaps = [0.0] * J if gap is None else [float(g) for g in _per_checkpoint(gap, J, "gap")]
     cps = []
     for a, k, r, g in zip(after, keeps, rules, gaps):
         c: dict = {"after": a, "keep": k, "rule": r}

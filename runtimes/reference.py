@@ -38,6 +38,8 @@ class ReferenceRuntime:
         self.model = model
         self._query = None
         if model.scores_queries:
+            if tables is not None and not isinstance(tables, tuple):
+                raise ValueError("tables: a query-level model takes lower_query(model), not lower(model)")
             tab, q = lower_query(model) if tables is None else tables
             self._tables = vm_tables(tab)
             self._query = q

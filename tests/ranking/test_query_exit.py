@@ -310,3 +310,11 @@ def test_verify_ranking_takes_given_queries_and_refuses_a_fixed_budget():
     assert rep.ok and rep.rows == 30 and rep.queries == 2
     with pytest.raises(ValueError, match="budgets around each document's cost"):
         verify(m, X, budget=5.0, runtimes=[])
+
+
+def test_checkpoint_lists_of_the_wrong_length_are_named():
+    from skinflint.ir.errors import IRError
+    with pytest.raises(IRError, match=r"keep: 2 values for 3 checkpoints"):
+        ir.query_exit(0, [2, 4, 6], keep=[1, 2], gap=0.5)
+    with pytest.raises(IRError, match=r"gap: 3 values for 2 checkpoints"):
+        ir.query_exit(0, [2, 4], gap=[0.1, 0.2, 0.3])
