@@ -189,9 +189,7 @@ class _ASTCMixin(_TreeIR):
         paid[0], inh[0] = np.zeros(items.cost.size, bool), np.zeros(P, bool)
         max_sel = P
         self.gains_ = {}
-        bar = progress_bar(self.verbose, K, "ASTC", "node")
-        for k in range(K):
-            bar.update()
+        for k in progress_bar(self.verbose, K, "ASTC", "node", iterable=range(K)):
             if rows[k] is None:
                 continue
             if soft:
@@ -231,7 +229,6 @@ class _ASTCMixin(_TreeIR):
             used[cols] = True
             for c in (left, right):
                 paid[c], inh[c] = pk.copy(), inh[k] | used
-        bar.close()
         self.tree_ = ht
         self.node_budgets_ = budgets
         self.n_nodes_ = int(sum(r is not None for r in rows))
