@@ -1,7 +1,7 @@
 """Prediction speed, build time and code size of generated C, against
 tl2cgen-generated C for the same trees, in one run.
 
-    python benchmarks/bench_predict.py [--rows 20000] [--only c|onnx]
+    python benchmarks/bench_predict.py [--rows 20000] [--only c|onnx] [--onnx-cpu]
     python benchmarks/bench_predict.py --save DIR       # before a compiler change
     python benchmarks/bench_predict.py --against DIR    # after it: old vs new
 
@@ -88,17 +88,31 @@ int main(int argc, char **argv) {
 """
 
 
-def _throughput_and_latency(run, X, reps=3, singles=300, batch=True):
+def _cpu_timed(fn):
+    """(result, CPU seconds of this process) of fn()."""
+    import time
+    t = time.process_time()
+    out = fn()
+    return out, time.process_time() - t
+
+
+def _throughput_and_latency(run, X, reps=3, singles=300, batch=True, clock=timed):
     """(rows/s on the whole batch, microseconds per single-row call): the
     best of ``reps`` batch runs, so one slow spell of a shared machine does
-    not decide a ratio.  ``batch=False``: single rows only (rows/s nan)."""
+    not decide a ratio.  ``batch=False``: single rows only (rows/s nan).
+    ``clock``: ``timed`` (wall) or ``_cpu_timed``."""
     run(X[:16])
-    t = min(timed(lambda: run(X))[1] for _ in range(reps)) if batch else np.nan
-    _, t1 = timed(lambda: [run(X[i:i + 1]) for i in range(singles)])
+    t = min(clock(lambda: run(X))[1] for _ in range(reps)) if batch else np.nan
+    _, t1 = clock(lambda: [run(X[i:i + 1]) for i in range(singles)])
     return len(X) / t, t1 / singles * 1e6
 
 
-def bench_onnx(clf, model, X):
+def bench_onnx(clf, model, X, cpu=False):
+    """``cpu``: every session on one onnxruntime thread (LightGBM on one
+    thread), timed in CPU seconds of this process: on a busy shared machine
+    the wall clock of a many-op graph on 2 threads moves with the other
+    work (each op's parallel section waits for a descheduled thread), CPU
+    time much less."""
     import onnxmltools
     import onnxruntime as ort
     from onnxmltools.convert.common.data_types import FloatTensorType
@@ -129,6 +143,10 @@ def bench_onnx(clf, model, X):
             ("exact, batch_hint=1", compile_onnx(model, batch_hint=1), inf),
             ("  same, no budget input", compile_onnx(model, batch_hint=1, budget=False), None)]
     rows = {}
+    opts, clock = ort.SessionOptions(), timed
+    if cpu:
+        opts.intra_op_num_threads = opts.inter_op_num_threads = 1
+        clock = _cpu_timed
 
     def keep(name, got):
         rows[name] = got if name not in rows else (max(rows[name][0], got[0]), min(rows[name][1], got[1]))
@@ -137,15 +155,18 @@ def bench_onnx(clf, model, X):
     # Rounds interleave the models; each keeps its best round.
     for _ in range(3):
         for name, proto, budget in runs:
-            sess = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
+            sess = ort.InferenceSession(proto.SerializeToString(), opts, providers=["CPUExecutionProvider"])
             feeds = (lambda x: {"X": x}) if budget is None else \
                 (lambda x, b=budget: {"X": x, "budget": b[:len(x)]})
             keep(name, _throughput_and_latency(lambda x, sess=sess, feeds=feeds: sess.run(None, feeds(x)), X,
-                                               batch="batch_hint" not in name and "same, no budget" not in name))
+                                               batch="batch_hint" not in name and "same, no budget" not in name,
+                                               clock=clock))
             del sess
-        keep("LightGBM predict", _throughput_and_latency(lambda x: clf.booster_.predict(x, raw_score=True), X))
+        keep("LightGBM predict", _throughput_and_latency(
+            lambda x: clf.booster_.predict(x, raw_score=True, **({"num_threads": 1} if cpu else {})), X, clock=clock))
     base, base_lat = rows["onnxmltools + onnxruntime"]
-    print(f"  ONNX (exact graph: {len(exact_proto.graph.node)} ops, compiled in {t_compile:.2f} s; "
+    print(f"  ONNX{' (one thread, CPU time)' if cpu else ''} (exact graph: {len(exact_proto.graph.node)} ops, "
+          f"compiled in {t_compile:.2f} s; "
           f"batch_hint=1: {len(runs[5][1].graph.node)} ops):")
     for name, (tp, lat) in rows.items():
         batch = "(single rows only)".rjust(57) if np.isnan(tp) else \
@@ -300,6 +321,8 @@ def main():
     ap.add_argument("--rows", type=int, default=20_000)
     ap.add_argument("--features", type=int, default=50)
     ap.add_argument("--only", choices=["c", "onnx"], help="run one half (tl2cgen takes minutes)")
+    ap.add_argument("--onnx-cpu", action="store_true",
+                    help="ONNX on one onnxruntime thread, timed in CPU seconds (steadier on a busy machine)")
     args = ap.parse_args()
     if args.save:
         return save_artifacts(args.save)
@@ -319,7 +342,7 @@ def main():
         model = from_lightgbm(clf)   # unit costs; routing exact (docs/importers.md)
         print(f"\n{T} trees ({model.nodes[0].feature.shape[0]} nodes)")
         if args.only != "c":
-            bench_onnx(clf, model, X)
+            bench_onnx(clf, model, X, cpu=args.onnx_cpu)
         if args.only != "onnx":
             bench_c(clf.booster_, model, X, T, args.rows)
 
@@ -449,8 +472,9 @@ if __name__ == "__main__":
     _args = argparse.ArgumentParser(add_help=False)
     for _opt in ("--save", "--against", "--only"):
         _args.add_argument(_opt)
+    _args.add_argument("--onnx-cpu", action="store_true")
     _args.add_argument("--rows", type=int, default=20_000)
     _args.add_argument("--features", type=int, default=50)
     _args = _args.parse_known_args()[0]
-    if not (_args.save or _args.against or _args.only == "c"):
+    if not (_args.save or _args.against or _args.only == "c" or _args.onnx_cpu):
         bench_onnx_targets(_args.rows, _args.features)
