@@ -22,6 +22,7 @@ from .onnx_graph import bit_layout, expand_rows, first_set_bits, rows_like
 from .onnx_values import Part, Setup, Values
 
 WORDS_PER_STEP = 4      # bit-set words searched together (4 x 31 features)
+DENSE_TABLE_BYTES = 1 << 26     # Costs._dense: the latency schedule's slot table, at most 64 MiB
 PAIRWISE_UNITS = 64         # Costs._pay_pairwise: [N, U, U] comparisons for at most this many paid units
 TOUCH_VOTES_PER_LEAF = 2.0   # Costs.touch_votes: below this many votes per leaf, votes beat the gather
 F64, I64, BOOL = TensorProto.DOUBLE, TensorProto.INT64, TensorProto.BOOL
@@ -166,8 +167,14 @@ class Costs(Part):
         that a row's first touches are one lookup and one ``ReduceMin`` over
         [rows, trees, F] (4 ops instead of a segment tree's 8 per level of
         it, at the price of a [leaf starts, F] table: int16 when the slots
-        allow, int32 otherwise)."""
-        return self.small and self.never < (1 << 30)
+        allow, int32 otherwise), while that table stays within
+        ``DENSE_TABLE_BYTES``; past it, the segment-tree search."""
+        if not (self.small and self.never < (1 << 30)):
+            return False
+        if not self.layout.n_trees:
+            return True          # no path to search: static touches only
+        width = 2 if self.never < np.iinfo(np.int16).max else 4
+        return len(self.values.leaf_layout().vals) * self.F * width <= DENSE_TABLE_BYTES
 
     def _depth_table(self):
         """[leaf starts, F] int64: the depth at which each leaf's path first

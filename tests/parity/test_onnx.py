@@ -149,6 +149,21 @@ def test_random_models_in_the_latency_schedule(seed):
     assert report.ok, f"seed {seed}\n{report.table()}"
 
 
+@pytest.mark.parametrize("name", ["trees", "groups", "cascade"])
+def test_latency_schedule_without_the_slot_table(name, monkeypatch):
+    # past DENSE_TABLE_BYTES the latency schedule searches first touches with
+    # the segment tree of the batch schedule, still without subsets of rows
+    from skinflint.compilers import onnx_cost
+    m = load_example(name)
+    dense = [n.op_type for n in compile_onnx(m, batch_hint=1).graph.node]
+    monkeypatch.setattr(onnx_cost, "DENSE_TABLE_BYTES", 0)
+    proto = compile_onnx(m, batch_hint=1)
+    ops = [n.op_type for n in proto.graph.node]
+    assert ops != dense and "NonZero" not in ops
+    rep = verify(m, runtimes=[OnnxRuntime(proto)])
+    assert rep.ok, rep.table()
+
+
 def test_latency_schedule_has_fewer_ops_and_takes_small_chunks():
     m = load_example("trees")
     batch, latency = compile_onnx(m), compile_onnx(m, batch_hint=1)
