@@ -54,8 +54,8 @@ def report(name, res, slack=0.01):
     target = ref["accuracy"] - slack
     print(f"\n{name}: Newton GBRT {ref['accuracy']:.4f} at mean cost {ref['mean_cost']:.1f}; "
           f"cheapest within {100 * slack:g} point of it")
-    print(f"| criterion | GBRT accuracy | cheapest within 1 pt: lambda, accuracy, mean cost, / Newton GBRT's "
-          f"| best accuracy | sweep s |")
+    print("| criterion | GBRT accuracy | cheapest within 1 pt: lambda, accuracy, mean cost, / Newton GBRT's "
+          "| best accuracy | sweep s |")
     print("|---|---|---|---|---|")
     for c in CRITERIA:
         ok = [r for r in res[c] if r["accuracy"] >= target]
