@@ -210,7 +210,10 @@ def cmd_compile(args):
         out_dir = os.path.dirname(os.path.abspath(args.output))
         if not os.path.isdir(out_dir):
             raise CLIError(f"{args.output}: the folder {out_dir} does not exist")
-        proto = compile_onnx(m, mode=args.mode, target=args.onnx_target)
+        try:
+            proto = compile_onnx(m, mode=args.mode, target=args.onnx_target, batch_hint=args.batch_hint)
+        except ValueError as e:
+            raise CLIError(f"{args.model}: {e}") from None
         onnx.save(proto, args.output)
         outs = ", ".join(o.name for o in proto.graph.output)
         print(f"{args.output}: {len(proto.graph.node)} ops; inputs "
@@ -394,6 +397,9 @@ def build_parser():
                    help="onnx only: the oldest runtime the graph must run on, which picks the tree operator "
                         "and opsets (docs/onnx.md); no-ml-ops walks trees in standard operators for "
                         f"engines without ai.onnx.ml (default: {ONNX_DEFAULT_TARGET})")
+    s.add_argument("--batch-hint", type=int, default=None,
+                   help="onnx only: the rows per call the graph will mostly see; 16 or fewer builds the "
+                        "fewer-op latency graph for single rows and small batches (docs/onnx.md)")
     s.set_defaults(func=cmd_compile)
     s = sub.add_parser("import", help="import a LightGBM, XGBoost or scikit-learn model with feature costs",
                        description="Convert a LightGBM text model, an XGBoost JSON/UBJSON model or a "

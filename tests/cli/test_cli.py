@@ -133,6 +133,20 @@ def test_compile_onnx_target_no_ml_ops_has_no_tree_operator(tmp_path):
     assert "ai.onnx.ml" in {n.domain for n in onnx.load(default).graph.node}
 
 
+def test_compile_onnx_batch_hint_builds_the_latency_graph(tmp_path, capsys):
+    onnx = pytest.importorskip("onnx")
+    from skinflint import ir
+    from skinflint.compilers.onnx import compile_onnx
+    m = ir.load(f"{EXAMPLES}/trees.json")
+    out = tmp_path / "l.onnx"
+    assert main(["compile", f"{EXAMPLES}/trees.json", "--target", "onnx", "--batch-hint", "1", "-o", str(out)]) == 0
+    got = onnx.load(out)
+    want = compile_onnx(m, batch_hint=1)
+    assert len(got.graph.node) == len(want.graph.node) != len(compile_onnx(m).graph.node)
+    assert main(["compile", f"{EXAMPLES}/trees.json", "--target", "onnx", "--batch-hint", "0", "-o", str(out)]) == 1
+    assert "batch_hint" in capsys.readouterr().err
+
+
 def test_compress_is_a_command(tmp_path, capsys):
     sklearn_ensemble = pytest.importorskip("sklearn.ensemble")
     from skinflint.importers.sklearn_json import to_json
