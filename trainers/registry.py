@@ -144,7 +144,7 @@ TRAINERS = {s.name: s for s in [
     TrainerSpec("afr", "AFR", AFRClassifier, None, "lambda0", (0.1,), choose_rounds=False,
                 cost_power=-1, anytime=True, on_ranking="binary",
                 test_params=dict(dims_per_block=2, trees_per_dim=3, n_blocks=2, min_samples_leaf=2,
-                                 random_state=0)),
+                                 random_state=0, verbose=0)),
     TrainerSpec("linear-svm", "Linear SVM", LinearSVMClassifier, None, "C", (0.01, 0.1, 1.0, 10.0),
                 choose_rounds=False),
     TrainerSpec("l1-linear", "Cost-weighted l1 linear", SparseLinearClassifier, None, "C",

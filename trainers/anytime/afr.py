@@ -33,11 +33,10 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from tqdm.auto import tqdm
 
 from ... import ir
 from ..base import CostSensitiveClassifier
-from ..common import no_predict_proba, single_thread
+from ..common import no_predict_proba, progress_bar, single_thread
 from .afr_fit import AFRFit
 from .afr_multiclass import OneVsAllFit, multiclass_nodes
 
@@ -100,8 +99,9 @@ class AFRClassifier(CostSensitiveClassifier):
         c_e, the cost of evaluating one tree.
     random_state : int or None
         Seeds the T / V / O split and the binning sample.
-    verbose : int, default 0
-        1: a progress bar over blocks.
+    verbose : int, default 1
+        A progress bar over the representation's blocks (shown once the fit
+        has run a second).
 
     Attributes
     ----------
@@ -125,7 +125,7 @@ class AFRClassifier(CostSensitiveClassifier):
                  max_bins=255, sigmoid_a=5.0, class_weight=None, C0=1.0, c_step=0.5, early_stop="loss",
                  fit_rows="TV", val_fraction=0.5, holdout_fraction=0.2, feature_costs=None,
                  feature_groups=None, group_costs=None, feature_names=None, group_names=None,
-                 tree_eval_cost=0.0, random_state=None, verbose=0):
+                 tree_eval_cost=0.0, random_state=None, verbose=1):
         self.dims_per_block = dims_per_block
         self.trees_per_dim = trees_per_dim
         self.lambda0 = lambda0
@@ -219,14 +219,12 @@ class AFRClassifier(CostSensitiveClassifier):
         with single_thread(numba_threads=True):
             if len(self.classes_) == 2:
                 fit = AFRFit(self, X, idx, rows, rng)
-                with tqdm(total=fit.n_blocks, disable=not self.verbose, desc="AFR", unit="block",
-                          leave=False) as bar:
+                with progress_bar(self.verbose, fit.n_blocks, "AFR", "block") as bar:
                     fit.run(bar)
                 self.trees_, self.checkpoints_, self.n_dims_, self.C_ = fit.trees, fit.checkpoints, fit.nd, fit.C
             else:
                 ova = OneVsAllFit(self, X, idx, rows, rng)
-                with tqdm(total=ova.n_blocks, disable=not self.verbose, desc="AFR", unit="block",
-                          leave=False) as bar:
+                with progress_bar(self.verbose, ova.n_blocks, "AFR", "block") as bar:
                     ova.run(bar)
                 self.trees_, self.checkpoints_ = ova.results()
                 self.n_dims_ = [f.nd for f in ova.fits]
