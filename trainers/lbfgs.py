@@ -97,7 +97,7 @@ def _step(x, d, t):
 
 
 def minimize(fun, x0, *, maxiter=100, m=10, gtol=1e-5, ftol=2.220446049250313e-09, c1=1e-4,
-             max_backtracks=40, method="lbfgs") -> LBFGSResult:
+             max_backtracks=40, method="lbfgs", callback=None) -> LBFGSResult:
     """Minimise a smooth ``fun(x) -> (f, g)`` from ``x0``.
 
     Parameters
@@ -116,6 +116,9 @@ def minimize(fun, x0, *, maxiter=100, m=10, gtol=1e-5, ftol=2.220446049250313e-0
     max_backtracks : int
         Halvings of t before the search gives up.
     method : {"lbfgs", "cg"}
+    callback : callable, optional
+        Called with no argument after each accepted step (a progress bar's
+        ``update``); it sees nothing and changes nothing.
 
     Returns
     -------
@@ -179,6 +182,8 @@ def minimize(fun, x0, *, maxiter=100, m=10, gtol=1e-5, ftol=2.220446049250313e-0
             S[head], Y[head], rho[head] = s, yv, 1.0 / sy
             count = min(count + 1, m)
         it += 1
+        if callback is not None:
+            callback()
         decrease = (f - fn) / max(abs(f), abs(fn), 1.0)
         x, f, g = xn, fn, gn
         if decrease <= ftol:

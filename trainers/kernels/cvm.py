@@ -34,6 +34,7 @@ import numpy as np
 
 from ... import ir
 from .. import linalg
+from ..common import progress_bar
 from .gradient_svs import lars_select, move_support_vectors, prefix_order, ridge_refit
 from .kernel_math import kernel_matrix
 from .kernel_svm import KernelEstimator, KernelSVMClassifier, _WrapsSVM, kernel_node, svm_task, transform, unfrozen
@@ -71,7 +72,8 @@ class _CompressedSVM(_WrapsSVM, KernelEstimator):
                  lars_target="labels", init="lars", fit_rows="support", max_iter=300,
                  optimizer="lbfgs", ridge=1.0, order="greedy", standardize=True,
                  validation_fraction=0.2, sv_cost=1.0, feature_costs=None, feature_groups=None,
-                 group_costs=None, feature_names=None, group_names=None, random_state=None):
+                 group_costs=None, feature_names=None, group_names=None, random_state=None, verbose=1):
+        self.verbose = verbose
         self.n_support_vectors = n_support_vectors
         self.kernel = kernel
         self.C = C
@@ -128,7 +130,7 @@ class _CompressedSVM(_WrapsSVM, KernelEstimator):
             svm = KernelSVMClassifier(kernel="rbf", C=self.C, gamma=self.gamma,
                                       standardize=self.standardize,
                                       validation_fraction=self.validation_fraction,
-                                      random_state=self.random_state).fit(X, y, eval_set=eval_set)
+                                      random_state=self.random_state, verbose=self.verbose).fit(X, y, eval_set=eval_set)
         if svm.kernel != "rbf":
             raise ValueError("CVM moves rbf support vectors; the svm's kernel is "
                              f"{svm.kernel!r}: use kernel='rbf'")
@@ -177,8 +179,9 @@ class _CompressedSVM(_WrapsSVM, KernelEstimator):
         if self._moves:
             B0 = ridge_refit(KES, KSel, FE, self.ridge)
             method = "L-BFGS-B" if self.optimizer == "lbfgs" else "CG"
-            Z, B, self.loss_, self.n_iter_ = move_support_vectors(
-                XE, FE, S[sel], B0, g, max_iter=int(self.max_iter), method=method)
+            with progress_bar(self.verbose, int(self.max_iter), "CVM", "step") as bar:
+                Z, B, self.loss_, self.n_iter_ = move_support_vectors(
+                    XE, FE, S[sel], B0, g, max_iter=int(self.max_iter), method=method, bar=bar)
         else:   # LARS-SVM: the selected vectors, refitted to the LARS target on them
             Z = S[sel]
             B = ridge_refit(KSS[:, sel], KSel, T, self.ridge)
@@ -243,6 +246,9 @@ class CVMClassifier(_CompressedSVM):
     feature_costs, feature_groups, group_costs, feature_names, group_names
         The cost specification; unit costs by default.
     random_state : int or None
+    verbose : int, default 1
+        Progress bars over the full SVM's grid and CVM's optimiser steps
+        (shown once the fit has run a second).
 
     Attributes
     ----------

@@ -120,7 +120,7 @@ def cvm_loss_grad(theta, XE, T, m, gamma):
     return loss, np.concatenate([gZ.ravel(), gB.ravel()])
 
 
-def move_support_vectors(XE, T, Z0, B0, gamma, *, max_iter=300, method="L-BFGS-B"):
+def move_support_vectors(XE, T, Z0, B0, gamma, *, max_iter=300, method="L-BFGS-B", bar=None):
     """Gradient support vectors (thesis eq. 4.10): move the vectors Z and
     their coefficients B jointly to match the full model's predictions T on
     the fit rows XE.  The thesis names (Polak-Ribière) conjugate gradient
@@ -134,6 +134,8 @@ def move_support_vectors(XE, T, Z0, B0, gamma, *, max_iter=300, method="L-BFGS-B
         The deployed (float32-rounded) rbf gamma.
     max_iter : int, default 300
     method : {"L-BFGS-B", "CG"}
+    bar : progress bar, optional
+        Advanced once per accepted optimiser step.
 
     Returns
     -------
@@ -145,7 +147,7 @@ def move_support_vectors(XE, T, Z0, B0, gamma, *, max_iter=300, method="L-BFGS-B
         return Z0.copy(), B0.copy(), cvm_loss_grad(theta0, XE, T, m, gamma)[0], 0
     XE = np.ascontiguousarray(XE, np.float64)
     res = lbfgs.minimize(lambda th: cvm_loss_grad(th, XE, T, m, gamma), theta0, maxiter=int(max_iter),
-                         method="cg" if method == "CG" else "lbfgs")
+                         method="cg" if method == "CG" else "lbfgs", callback=None if bar is None else bar.update)
     th = res.x
     return th[: m * D].reshape(m, D), th[m * D:].reshape(m, -1), float(res.fun), int(res.nit)
 
