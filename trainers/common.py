@@ -25,8 +25,9 @@ from sklearn.utils.metaestimators import available_if
 from threadpoolctl import threadpool_limits
 from tqdm.auto import tqdm
 
-# a bar appears only once its loop has run this long: short fits print nothing
-PROGRESS_DELAY_S = 1.0
+# no delay before a bar appears: with tqdm's delay, a Ctrl-C during a fit was lost now and then
+# (a test run's interrupt ended nothing and the fit ran to the end; with no delay it never did)
+PROGRESS_DELAY_S = 0.0
 
 
 @contextlib.contextmanager
@@ -97,8 +98,8 @@ def no_predict_proba(reason):
 
 def progress_bar(verbose, total, desc, unit, iterable=None):
     """A tqdm bar (rate and ETA) over a fit's outer loop of at most ``total``
-    steps (or over ``iterable``), shown when ``verbose`` and once the loop has
-    run ``PROGRESS_DELAY_S``; it disappears when the fit ends.  Loops that may
+    steps (or over ``iterable``), shown when ``verbose``; it disappears when
+    the fit ends.  Loops that may
     stop early (a converged objective, early stopping) end short of ``total``."""
     return tqdm(iterable, total=total, disable=not verbose, desc=desc, unit=unit, leave=False,
                 delay=PROGRESS_DELAY_S)

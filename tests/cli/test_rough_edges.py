@@ -176,10 +176,10 @@ def test_ctrl_c_during_training_ends_with_one_line_and_no_output(tmp_path):
     out = tmp_path / "m.json"
     p = subprocess.Popen([*CLI, "train", "--data", str(data), "--trees", "100000", "-o", str(out)],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    # interrupt once the rounds run (the progress bar is up).  Known limitation: on a cold numba
-    # cache an interrupt can be lost (seen in fresh clones: the fit then ran to the end), so a user's
-    # second Ctrl-C is sent if the first has not ended the run within 10 s; whichever ends it, the
-    # run must end in one line, status 130 and no output file
+    # interrupt once the rounds run (the progress bar is up).  With tqdm's start-up delay on the
+    # bars an interrupt was lost now and then in fresh clones (the fit ran to the end); the bars
+    # have no delay now, and a user's second Ctrl-C is still sent if the first has not ended the
+    # run within 10 s; whichever ends it, the run must end in one line, status 130 and no output
     err = b""
     deadline = time.monotonic() + 120
     while b"round" not in err and time.monotonic() < deadline and p.poll() is None:

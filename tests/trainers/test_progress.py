@@ -28,7 +28,7 @@ _C_GRIDS = {"linear-svm", "svm", "lars-svm"}
 @pytest.mark.parametrize("name", _CLASSIFIERS)
 def test_verbose_shows_a_bar_and_quiet_shows_none(name, data, capsys, monkeypatch):
     X, y, costs = data
-    monkeypatch.setattr(common, "PROGRESS_DELAY_S", 0.0)   # the test's fits are shorter than the delay
+    monkeypatch.setattr(common, "PROGRESS_DELAY_S", 0.0)   # bars at once, whatever the default
     spec = TRAINERS[name]
     params = dict(spec.test_params, feature_costs=costs)
     if name in _C_GRIDS:

@@ -100,8 +100,7 @@ class AFRClassifier(CostSensitiveClassifier):
     random_state : int or None
         Seeds the T / V / O split and the binning sample.
     verbose : int, default 1
-        A progress bar over the representation's blocks (shown once the fit
-        has run a second).
+        A progress bar over the representation's blocks.
 
     Attributes
     ----------

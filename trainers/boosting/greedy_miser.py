@@ -104,8 +104,7 @@ class _GreedyMiserMixin:
     random_state : int, optional
         Seeds threshold sampling, subsamples and the held-out split.
     verbose : int, default 1
-        A progress bar over the boosting rounds (shown once the fit has run
-        a second).
+        A progress bar over the boosting rounds.
     """
 
     # provided by the estimator class this mixes into (the classifier or the regressor)

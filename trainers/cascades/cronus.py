@@ -85,7 +85,7 @@ class _CascadeClassifier(CostSensitiveClassifier):
     random_state : int or None
         Seeds the bank's threshold sample (the engine is deterministic).
     verbose : int, [1]
-        A progress bar over Alg. 1's cycles (shown once the fit has run a second).
+        A progress bar over Alg. 1's cycles.
     """
 
     _binary_only = True

@@ -248,7 +248,7 @@ class CVMClassifier(_CompressedSVM):
     random_state : int or None
     verbose : int, default 1
         Progress bars over the full SVM's grid and CVM's optimiser steps
-        (shown once the fit has run a second).
+       .
 
     Attributes
     ----------

@@ -151,7 +151,7 @@ class KernelSVMClassifier(KernelEstimator):
     random_state : int or None
         Seeds the validation split.
     verbose : int, default 1
-        A progress bar over the grid's SVC fits (shown once the fit has run a second).
+        A progress bar over the grid's SVC fits.
 
     Attributes
     ----------

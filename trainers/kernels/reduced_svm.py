@@ -244,7 +244,7 @@ class ReducedSVMClassifier(_WrapsSVM, KernelEstimator):
     random_state : int or None
         Seeds the candidate draws (and the validation split).
     verbose : int, default 1
-        A progress bar over the basis growth (one step per vector and class) (shown once the fit has run a second).
+        A progress bar over the basis growth (one step per vector and class).
 
     Attributes
     ----------

@@ -266,7 +266,7 @@ class LinearSVMClassifier(CostSensitiveClassifier):
     random_state : int or None
         Seeds the hold-out split.
     verbose : int, default 1
-        A progress bar over the grid of C (one fit per value) (shown once the fit has run a second).
+        A progress bar over the grid of C (one fit per value).
 
     Multiclass targets are fitted one-vs-rest into one K-wide linear node
     (the first maximal margin wins).

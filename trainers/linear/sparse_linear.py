@@ -70,7 +70,7 @@ class SparseLinearClassifier(CostSensitiveClassifier):
         Unused (the solver visits coordinates in a fixed order); kept for
         a uniform trainer interface.
     verbose : int, default 1
-        A progress bar over the one-vs-rest problems (one for a binary task) (shown once the fit has run a second).
+        A progress bar over the one-vs-rest problems (one for a binary task).
 
     Attributes
     ----------

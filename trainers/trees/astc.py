@@ -116,7 +116,7 @@ class _ASTCMixin(_TreeIR):
         As Greedy Miser.
     random_state : unused (ASTC is deterministic); kept for the common API.
     verbose : int, default 1
-        A progress bar over the tree's nodes (shown once the fit has run a second).
+        A progress bar over the tree's nodes.
 
     The approximation guarantee of Theorem 2.2 is for raw features without
     groups; with groups or a bank the greedy rule is the same but the bound

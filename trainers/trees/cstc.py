@@ -162,7 +162,7 @@ class _CSTCMixin(_TreeIR):
         As Greedy Miser.
     random_state : unused (CSTC is deterministic); kept for the common API.
     verbose : int, default 1
-        A progress bar over the block-coordinate-descent cycles (shown once the fit has run a second).
+        A progress bar over the block-coordinate-descent cycles.
     """
 
     def __init__(self, *, cost_tradeoff=0.01, max_depth=3, rho=1e-3, steepness=50.0,
