@@ -168,6 +168,9 @@ def test_save_interrupted_while_writing_leaves_no_file(tmp_path, monkeypatch):
     assert os.listdir(tmp_path) == []
 
 
+@pytest.mark.xfail(strict=False, reason="known bug, open: in a full test run from a fresh clone the CLI child "
+                   "sometimes never sees SIGINT and trains to the end (status 0); run alone it passes. Not yet "
+                   "explained; kept running so that a fix shows as XPASS")
 def test_ctrl_c_during_training_ends_with_one_line_and_no_output(tmp_path):
     rng = np.random.default_rng(0)
     X = rng.normal(size=(20000, 20))
