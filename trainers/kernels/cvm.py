@@ -247,8 +247,7 @@ class CVMClassifier(_CompressedSVM):
         The cost specification; unit costs by default.
     random_state : int or None
     verbose : int, default 1
-        Progress bars over the full SVM's grid and CVM's optimiser steps
-       .
+        Progress bars over the full SVM's grid and CVM's optimiser steps.
 
     Attributes
     ----------
