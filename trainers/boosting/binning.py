@@ -83,3 +83,48 @@ def bin_data(X, flat, offsets):
                 # NaN compares false everywhere; it gets the missing bin
                 out[f, i0 + i] = MISSING_BIN if xs[i] != xs[i] else base[i] - lo0
     return out
+
+
+# ---------------------------------------------------------------- categories
+#: category codes are integers in [0, MAX_CODE): the IR's largest set (ir.codes.MAX_CATEGORY_WORDS
+#: words of 32 bits), and every such code is a float32 integer
+MAX_CODE = 1 << 24
+
+
+def is_code(x):
+    """A bool mask of the float values that are category codes under the IR's
+    "integer" rule (x >= 0 and integral) and below MAX_CODE."""
+    with np.errstate(invalid="ignore"):
+        return (x >= 0) & (x < MAX_CODE) & (x == np.floor(x))
+
+
+def category_bins(col, max_bins=MAX_BINS):
+    """The categories of one float32 column that get a bin of their own:
+    the ``max_bins - 1`` most frequent codes (LightGBM's categorical bin
+    mapper keeps the frequent ones too; ties: the smaller code first), as
+    an int64 array indexed by bin.  Bin ``len(codes)`` is the "other" bin:
+    rarer codes, non-codes (negative, non-integer, too large); NaN is
+    MISSING_BIN.  Both go right at every split (``splitting``)."""
+    x = col[~np.isnan(col)]
+    x = x[is_code(x)].astype(np.int64)
+    codes, counts = np.unique(x, return_counts=True)        # ascending codes
+    keep = np.argsort(-counts, kind="stable")[:max_bins - 1]  # most frequent first, stable on code
+    return codes[keep]
+
+
+def bin_categories(col, codes):
+    """uint8 bins of one column: the bin of each kept code, the other bin
+    (``len(codes)``) for any other non-NaN value, MISSING_BIN for NaN.
+    Vectorised numpy (one pass per categorical feature per fit)."""
+    order = np.argsort(codes)
+    sorted_codes = codes[order]
+    out = np.full(col.shape[0], len(codes), np.uint8)
+    ok = is_code(col)
+    c = np.where(ok, col, -1).astype(np.int64)
+    pos = np.minimum(np.searchsorted(sorted_codes, c), max(len(codes) - 1, 0))
+    hit = ok & (len(codes) > 0)
+    if len(codes):
+        hit &= sorted_codes[pos] == c
+        out[hit] = order[pos[hit]].astype(np.uint8)
+    out[np.isnan(col)] = MISSING_BIN
+    return out

@@ -20,10 +20,18 @@ from numba import njit, prange
 
 from ... import ir
 from ..common import progress_bar
-from .binning import bin_data, find_thresholds, pack_thresholds
-from .grower import grow
+from .binning import bin_categories, bin_data, category_bins, find_thresholds, pack_thresholds
+from .grower import CategoryOptions, grow
 from .losses import Loss
-from .predictor import _child, add_leaf_values, predict_binned, predict_raw
+from .predictor import (
+    _child,
+    add_leaf_values,
+    category_left,
+    predict_binned,
+    predict_binned_sets,
+    predict_raw,
+    predict_raw_sets,
+)
 from .split_penalty import CostState
 
 # how a split is scored (GreedyMiserClassifier.split_criterion)
@@ -38,17 +46,36 @@ class BinnedData:
     n_bins: np.ndarray       # int64 [F]
     flat: np.ndarray         # float32 thresholds of all features, packed
     offsets: np.ndarray      # where each feature's thresholds start in ``flat``
+    cat_codes: list | None = None   # per feature: the category of each bin (categorical) or None
 
     @classmethod
-    def from_X(cls, X, max_bins=255, seed=0, threshold_rows=None) -> BinnedData:
+    def from_X(cls, X, max_bins=255, seed=0, threshold_rows=None, categorical=None) -> BinnedData:
         """Bin float32 X [N, F] on at most ``max_bins`` quantile thresholds
         per feature (a sample of rows when N is large, drawn with ``seed``).
         ``threshold_rows`` (sorted indices) takes the thresholds from those
-        rows only, e.g. the training part of X; every row is binned."""
+        rows only, e.g. the training part of X; every row is binned.
+        ``categorical`` (bool [F], optional): those features' bins are their
+        ``max_bins - 1`` most frequent category codes, then one "other" bin
+        (``binning.category_bins``); ``n_bins`` counts the other bin."""
         thresholds = find_thresholds(X if threshold_rows is None else X[threshold_rows], max_bins, seed=seed)
         flat, offsets = pack_thresholds(thresholds)
-        return cls(bin_data(X, flat, offsets), np.array([len(t) + 1 for t in thresholds], np.int64),
+        data = cls(bin_data(X, flat, offsets), np.array([len(t) + 1 for t in thresholds], np.int64),
                    flat, offsets)
+        if categorical is not None and np.any(categorical):
+            src = X if threshold_rows is None else X[threshold_rows]
+            data.cat_codes = [None] * X.shape[1]
+            for f in np.flatnonzero(categorical):
+                codes = category_bins(src[:, f], max_bins)
+                data.cat_codes[f] = codes
+                data.binned[f] = bin_categories(np.ascontiguousarray(X[:, f]), codes)
+                data.n_bins[f] = len(codes) + 1
+        return data
+
+    @property
+    def is_cat(self) -> np.ndarray:
+        """The categorical features, a bool mask [F]."""
+        F = self.binned.shape[0]
+        return np.zeros(F, bool) if self.cat_codes is None else np.array([c is not None for c in self.cat_codes])
 
     @property
     def n_rows(self) -> int:
@@ -85,14 +112,42 @@ def finish_tree(tree, leaf, data: BinnedData):
     thr = np.zeros(feat.shape[0], np.float32)
     inner = feat >= 0
     thr[inner] = data.flat[data.offsets[feat[inner]] + sbin[inner]]
+    for m in tree.sets:   # a set split's threshold is 0 (the IR's rule)
+        thr[m] = 0.0
     return feat, sbin, left, right, mleft, value, thr
+
+
+def tree_category_sets(tree, data: BinnedData):
+    """A grown tree's set splits as the IR's ``concat_trees`` takes them:
+    (``category_sets``: per node None or the words of the *codes* that go
+    left, ``other_left``: all False, as the rare, unseen and non-code values
+    the left set does not list go right, where their training rows went).
+    None when the tree has no set split."""
+    if not tree.sets:
+        return None
+    n = len(tree.feature)
+    sets: list = [None] * n
+    for m, goes in tree.sets.items():
+        codes = data.cat_codes[tree.feature[m]]
+        sets[m] = ir.category_set(codes[np.flatnonzero(goes[:len(codes)])])
+    return sets, np.zeros(n, np.bool_)
+
+
+def set_arrays(category_sets):
+    """(begin int64 [n], words int64 [n], bits uint32 [W]) of per-node
+    sets (``tree_category_sets``), for ``predict_raw_sets``."""
+    words = np.array([0 if c is None else len(c) for c in category_sets], np.int64)
+    begin = np.where(words > 0, np.cumsum(words) - words, -1)
+    parts = [c for c in category_sets if c is not None]
+    bits = np.concatenate(parts).astype(np.uint32) if parts else np.zeros(1, np.uint32)
+    return begin, words, bits
 
 
 def boost(data: BinnedData, loss: Loss, target, n_rounds, *, weight=None, costs=None,
           cost_tradeoff=0.0, refund="tree", init_scores=None, allowed_features=None,
           learning_rate=0.1, max_depth=4, min_samples_leaf=20, l2_regularization=0.0,
           leaf_values="newton", subsample=1.0, rng=None, eval_set=None, n_iter_no_change=None,
-          split_criterion="newton", progress=None) -> BoostResult:
+          split_criterion="newton", progress=None, categories: CategoryOptions | None = None) -> BoostResult:
     """Grow ``n_rounds`` rounds of regression trees on the gradients of ``loss``.
 
     Parameters
@@ -137,6 +192,9 @@ def boost(data: BinnedData, loss: Loss, target, n_rounds, *, weight=None, costs=
         negative gradient).
     progress : str, optional
         A progress-bar label (no bar when None; ``common.progress_bar``).
+    categories : CategoryOptions, optional
+        Category-set splits on ``categories.is_cat`` (``data`` binned with
+        the same mask); None: numeric splits only.
 
     Returns
     -------
@@ -194,28 +252,43 @@ def boost(data: BinnedData, loss: Loss, target, n_rounds, *, weight=None, costs=
                 h *= w
             tree = grow(data.binned, data.n_bins, rows, g, h, max_depth=max_depth,
                         min_samples_leaf=min_samples_leaf, l2=l2_regularization,
-                        penalty=penalty, active=active, on_split=on_split, workspace=workspace)
+                        penalty=penalty, active=active, on_split=on_split, workspace=workspace,
+                        categories=categories)
             sums = np.array(tree.sums)
             if leaf_values == "newton":
                 leaf = -sums[:, 0] / (sums[:, 1] + l2_regularization + 1e-300)
             else:
                 leaf = -sums[:, 0] / np.maximum(sums[:, 2], 1.0)
             feat, sbin, left, right, mleft, value, thr = finish_tree(tree, learning_rate * leaf, data)
+            cats = tree_category_sets(tree, data)
             col = raw[:, k].copy()
             if rows is all_rows:   # every row sits in a leaf range: no walk
                 nodes, starts, stops = tree.leaf_ranges()
                 add_leaf_values(tree.order, starts, stops, value[nodes], col)
-            else:                  # rows left out of the subsample walk the tree
+            elif cats is None:     # rows left out of the subsample walk the tree
                 predict_binned(data.binned, feat, sbin, left, right, mleft, value, col)
+            else:
+                goes = np.zeros((feat.shape[0], 256), np.uint8)
+                for m, s in tree.sets.items():
+                    goes[m] = s
+                predict_binned_sets(data.binned, feat, sbin, left, right, mleft, goes,
+                                    goes.any(axis=1), value, col)
             raw[:, k] = col
             if raw_v is not None:
                 colv = raw_v[:, k].copy()
-                predict_raw(Xv, feat, thr, left, right, mleft, value, colv)
+                if cats is None:
+                    predict_raw(Xv, feat, thr, left, right, mleft, value, colv)
+                else:
+                    predict_raw_sets(Xv, feat, thr, left, right, mleft, *set_arrays(cats[0]), cats[1],
+                                     value, colv)
                 raw_v[:, k] = colv
             for f, gain in tree.split_gain:
                 importances[f] += gain
-            round_trees.append(dict(feature=feat, threshold=thr, left=left, right=right,
-                                    missing_left=mleft, value=value.astype(np.float32), k=k))
+            tdict = dict(feature=feat, threshold=thr, left=left, right=right,
+                         missing_left=mleft, value=value.astype(np.float32), k=k)
+            if cats is not None:
+                tdict["category_sets"], tdict["other_left"] = cats
+            round_trees.append(tdict)
         for f in used_in_tree:
             state.pay(f)
         result.rounds.append(round_trees)
@@ -243,8 +316,11 @@ def rounds_to_bank(rounds, n_outputs, *, tree_cost=0.0, base_score=None, name="e
         for t in rnd:
             v = np.zeros((t["value"].shape[0], n_outputs), np.float32)
             v[:, t["k"]] = t["value"]
-            trees.append(dict(feature=t["feature"], threshold=t["threshold"], left=t["left"],
-                              right=t["right"], missing_left=t["missing_left"], value=v))
+            tree = dict(feature=t["feature"], threshold=t["threshold"], left=t["left"],
+                        right=t["right"], missing_left=t["missing_left"], value=v)
+            if "category_sets" in t:   # set splits (rule "integer": the booster's codes)
+                tree["category_sets"], tree["other_left"] = t["category_sets"], t["other_left"]
+            trees.append(tree)
     if not trees:  # a model with no trees is its base score
         trees = [dict(feature=[-1], threshold=[0.0], left=[-1], right=[-1],
                       value=np.zeros((1, n_outputs), np.float32))]
@@ -264,12 +340,37 @@ def _bank_outputs(X, roots, feature, threshold, left, right, missing_left, value
             out[i, t] = value[m]
 
 
+@njit(cache=True, parallel=True)
+def _bank_outputs_sets(X, roots, feature, threshold, left, right, missing_left, cat_begin, cat_words,
+                       cat_bits, other_left, value, out):
+    for i in prange(X.shape[0]):
+        for t in range(roots.shape[0]):
+            m = roots[t]
+            while feature[m] >= 0:
+                x = X[i, feature[m]]
+                if cat_words[m] > 0 and x == x:
+                    goes = category_left(x, cat_words[m], cat_begin[m], other_left[m], cat_bits)
+                    m = left[m] if goes else right[m]
+                else:
+                    m = _child(m, x, x != x, threshold[m], left, right, missing_left)
+            out[i, t] = value[m]
+
+
 def tree_outputs(bank: ir.TreesNode, X, output=0) -> np.ndarray:
     """H [N, T] float32: the leaf value of every tree of ``bank`` (output
     column ``output``) for every row of float32 X, exactly the values the IR
     runtimes add (the dictionary h(x) of thesis §1.4.1)."""
     X = np.ascontiguousarray(X, np.float32)
     out = np.zeros((X.shape[0], bank.n_trees), np.float32)
+    cs = getattr(bank, "categories", None)
+    if cs is not None:
+        if cs.rule != "integer":
+            raise ValueError(f"tree_outputs: category rule {cs.rule!r} is not the booster's ('integer')")
+        _bank_outputs_sets(X, bank.roots.astype(np.int64), bank.feature.astype(np.int64), bank.threshold,
+                           bank.left.astype(np.int64), bank.right.astype(np.int64), bank.missing_left,
+                           cs.begin.astype(np.int64), cs.words.astype(np.int64), cs.bits, cs.other_left,
+                           np.ascontiguousarray(bank.value[:, output]), out)
+        return out
     _bank_outputs(X, bank.roots.astype(np.int64), bank.feature.astype(np.int64),
                   bank.threshold, bank.left.astype(np.int64), bank.right.astype(np.int64),
                   bank.missing_left, np.ascontiguousarray(bank.value[:, output]), out)

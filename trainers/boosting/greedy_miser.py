@@ -31,6 +31,10 @@ What the first term of Eq. (2.5) measures (``split_criterion``):
 Leaves are Newton steps -G/(H + l2) (``leaf_values="newton"``) or the mean
 negative gradient -G/N as in the seeds (``"mean"``); both are multiplied by
 ``learning_rate`` (the step size eta; the thesis uses 0.1).
+
+Categorical features (``categorical_features``) split on category sets
+found as LightGBM does (``splitting._categorical_split``); such a split
+charges its feature like any other split (Eq. 2.5's u_a c_a F_at).
 """
 from __future__ import annotations
 
@@ -42,9 +46,63 @@ import numpy as np
 from ... import ir
 from ..base import CostSensitiveClassifier, CostSensitiveRegressor
 from ..common import holdout_rows
-from .booster import SPLIT_CRITERIA, BinnedData, boost, rounds_to_bank
+from .booster import SPLIT_CRITERIA, BinnedData, boost, rounds_to_bank, set_arrays
+from .grower import CategoryOptions
 from .losses import make_loss
-from .predictor import predict_raw
+from .predictor import predict_raw, predict_raw_sets
+
+# the categorical options and their defaults: left out of a model's metadata
+# while at these values, so models without categorical features keep their bytes
+_CATEGORY_DEFAULTS = dict(categorical_features=None, cat_l2=10.0, cat_smooth=10.0, max_cat_threshold=32,
+                          min_data_per_group=100, max_cat_to_onehot=4)
+
+
+def _is_frame(X):
+    return hasattr(X, "columns") and hasattr(X, "dtypes") and hasattr(X, "iloc")
+
+
+def categorical_mask(spec, n_features, names=None, frame=None) -> np.ndarray | None:
+    """The bool mask [F] of ``categorical_features`` as scikit-learn's
+    HistGradientBoosting takes it: None, a bool mask, int indices, str
+    names (``names``: the columns' or ``feature_names``), or "from_dtype"
+    (the pandas ``category`` columns of ``frame``; none without a frame)."""
+    if spec is None:
+        return None
+    if isinstance(spec, str):
+        if spec != "from_dtype":
+            raise ValueError(f"categorical_features: expected None, 'from_dtype', a bool mask, indices or "
+                             f"names, got the string {spec!r}")
+        mask = np.zeros(n_features, bool)
+        if frame is not None:
+            mask[:] = [str(d) == "category" for d in frame.dtypes]
+        return mask
+    arr = np.asarray(spec)
+    if arr.ndim != 1:
+        raise ValueError("categorical_features: expected a 1-d list of bools, indices or names")
+    mask = np.zeros(n_features, bool)
+    if arr.size == 0:
+        return mask
+    if arr.dtype == bool:
+        if arr.shape[0] != n_features:
+            raise ValueError(f"categorical_features: a bool mask needs {n_features} entries (one per "
+                             f"feature), got {arr.shape[0]}")
+        return arr.copy()
+    if arr.dtype.kind in "iu":
+        if arr.min() < 0 or arr.max() >= n_features:
+            raise ValueError(f"categorical_features: indices must lie in [0, {n_features}), got "
+                             f"{int(arr.min())}..{int(arr.max())}")
+        mask[arr] = True
+        return mask
+    if arr.dtype.kind in "UO" and all(isinstance(v, str) for v in arr):
+        if names is None:
+            raise ValueError("categorical_features: feature names need a DataFrame or feature_names")
+        pos = {str(n): i for i, n in enumerate(names)}
+        unknown = [v for v in arr if v not in pos]
+        if unknown:
+            raise ValueError(f"categorical_features: unknown feature name {unknown[0]!r}")
+        mask[[pos[v] for v in arr]] = True
+        return mask
+    raise ValueError(f"categorical_features: expected bools, ints or strs, got {arr.dtype}")
 
 
 class _GreedyMiserMixin:
@@ -105,6 +163,27 @@ class _GreedyMiserMixin:
         Seeds threshold sampling, subsamples and the held-out split.
     verbose : int, default 1
         A progress bar over the boosting rounds.
+    categorical_features : None, "from_dtype", bool mask, int indices or str names, default None
+        Features whose values are category codes (non-negative integers;
+        pandas ``category`` columns are encoded by their categories' order),
+        as scikit-learn's HistGradientBoosting takes them.  Their splits send
+        a set of categories left (LightGBM's search: categories sorted by
+        G/(H + cat_smooth), best prefix from either end); NaN, categories
+        rarer than the 254 most frequent, unseen, negative and non-integer
+        values go right.  None: every split numeric.
+    cat_l2 : float, default 10
+        Added to l2 in the children's scores of a set split (LightGBM).
+    cat_smooth : float, default 10
+        Categories with fewer rows in the node are left out of the search,
+        and it smooths the sort key G/(H + cat_smooth) (LightGBM).
+    max_cat_threshold : int, default 32
+        At most this many categories in a left set (LightGBM).
+    min_data_per_group : int, default 100
+        Rows each step of the scan must add, and the right side must keep
+        (LightGBM).
+    max_cat_to_onehot : int, default 4
+        A feature with fewer categories than this (plus the other bin) splits
+        one category against the rest (LightGBM).
     """
 
     # provided by the estimator class this mixes into (the classifier or the regressor)
@@ -119,7 +198,9 @@ class _GreedyMiserMixin:
                  feature_groups=None, group_costs=None, feature_names=None, group_names=None,
                  tree_eval_cost=0.0,
                  max_feature_cost=None, early_stopping=False, validation_fraction=0.1,
-                 n_iter_no_change=10, random_state=None, verbose=1, split_criterion="newton"):
+                 n_iter_no_change=10, random_state=None, verbose=1, split_criterion="newton",
+                 categorical_features=None, cat_l2=10.0, cat_smooth=10.0, max_cat_threshold=32,
+                 min_data_per_group=100, max_cat_to_onehot=4):
         self.loss = loss
         self.n_estimators = n_estimators
         self.learning_rate = learning_rate
@@ -144,6 +225,84 @@ class _GreedyMiserMixin:
         self.random_state = random_state
         self.verbose = verbose
         self.split_criterion = split_criterion
+        self.categorical_features = categorical_features
+        self.cat_l2 = cat_l2
+        self.cat_smooth = cat_smooth
+        self.max_cat_threshold = max_cat_threshold
+        self.min_data_per_group = min_data_per_group
+        self.max_cat_to_onehot = max_cat_to_onehot
+
+    def _json_params(self):
+        # the categorical options at their defaults are left out: a model
+        # trained without them has the bytes it had before they existed
+        params = super()._json_params()  # type: ignore[misc]
+        for k, v in _CATEGORY_DEFAULTS.items():
+            if k in params and (params[k] is None if v is None else params[k] == v):
+                del params[k]
+        return params
+
+    # ------------------------------------------------------------ categories
+    def _category_columns(self, X, n_features):
+        """The categorical mask for raw X (a DataFrame's columns name the
+        features), or None."""
+        spec = getattr(self, "categorical_features", None)
+        frame = X if _is_frame(X) else None
+        names = [str(c) for c in X.columns] if frame is not None else self.feature_names
+        return categorical_mask(spec, n_features, names, frame)
+
+    def _encode_frame(self, X, reset):
+        """A DataFrame's pandas ``category`` columns among the categorical
+        features as float codes (the dtype's category order): NaN stays NaN,
+        a value not among the training categories becomes -1 (not a code:
+        it goes where ``other_left`` says, right).  Other inputs unchanged."""
+        if reset:
+            self._pandas_categories = None
+            if getattr(self, "categorical_features", None) is None or not _is_frame(X):
+                return X
+            mask = self._category_columns(X, X.shape[1])
+            cols = {c: list(X[c].cat.categories) for c, m, d in zip(X.columns, mask, X.dtypes)
+                    if m and str(d) == "category"}
+            self._pandas_categories = cols or None
+        cats = getattr(self, "_pandas_categories", None)
+        if not cats or not _is_frame(X):
+            return X
+        import pandas as pd
+        X = X.copy()
+        for c, known in cats.items():
+            if c not in X.columns:
+                continue
+            col = X[c]
+            codes = pd.Categorical(col, categories=known).codes.astype(np.float32)
+            missing = np.asarray(col.isna())
+            codes[(codes < 0) & ~missing] = -1.0
+            codes[missing] = np.nan
+            X[c] = codes
+        return X
+
+    def _validate_X(self, X, *, reset):
+        return super()._validate_X(self._encode_frame(X, reset=False), reset=reset)  # type: ignore[misc]
+
+    def _category_options(self, X_raw, n_features):
+        """``CategoryOptions`` for the fit (sets ``is_categorical_``), or
+        None when no feature is categorical."""
+        spec = getattr(self, "categorical_features", None)
+        if spec is None:
+            self.is_categorical_ = None
+            return None
+        names = getattr(self, "feature_names_in_", None)
+        names = [str(n) for n in names] if names is not None else self.feature_names
+        mask = categorical_mask(spec, n_features, names, X_raw if _is_frame(X_raw) else None)
+        self.is_categorical_ = mask
+        if not mask.any():
+            return None
+        for nm in ("cat_l2", "cat_smooth", "min_data_per_group"):
+            if not getattr(self, nm) >= 0:
+                raise ValueError(f"{nm} must be >= 0, got {getattr(self, nm)!r}")
+        for nm in ("max_cat_threshold", "max_cat_to_onehot"):
+            if not (isinstance(getattr(self, nm), (int, np.integer)) and getattr(self, nm) >= 1):
+                raise ValueError(f"{nm} must be a positive integer, got {getattr(self, nm)!r}")
+        return CategoryOptions(mask, float(self.cat_l2), float(self.cat_smooth), int(self.max_cat_threshold),
+                               int(self.min_data_per_group), int(self.max_cat_to_onehot))
 
     # ------------------------------------------------------------ checks
     def _check_params(self):
@@ -193,8 +352,11 @@ class _GreedyMiserMixin:
         -------
         self
         """
+        X_raw = X
+        X = self._encode_frame(X, reset=True)
         X, y, w, costs = self._fit_inputs(X, y, sample_weight)
         N, F = X.shape
+        categories = self._category_options(X_raw, F)
         rng = np.random.default_rng(self.random_state)
         target = self._encode_target(y, reset=True)
         loss = self._make_loss()
@@ -202,7 +364,8 @@ class _GreedyMiserMixin:
             tr, val = holdout_rows(N, self.validation_fraction, rng)
             eval_set = (X[val], y[val])
             X, target, w, N = X[tr], target[tr], w[tr], len(tr)
-        data = BinnedData.from_X(X, self.max_bins, seed=int(rng.integers(2**31)))
+        data = BinnedData.from_X(X, self.max_bins, seed=int(rng.integers(2**31)),
+                                 categorical=None if categories is None else categories.is_cat)
         active = None
         if self.max_feature_cost is not None:  # the feature-subset baseline
             active = costs.costs <= self.max_feature_cost
@@ -221,7 +384,8 @@ class _GreedyMiserMixin:
                        l2_regularization=self.l2_regularization, leaf_values=self.leaf_values,
                        subsample=self.subsample, rng=rng, eval_set=validation,
                        n_iter_no_change=self.n_iter_no_change, split_criterion=self.split_criterion,
-                       progress=type(self).__name__ if self.verbose else None)
+                       progress=type(self).__name__ if self.verbose else None,
+                       categories=categories)
         self._costs = costs
         self.base_score_ = base.astype(np.float32)
         self.trees_ = result.rounds[:result.best_rounds]
@@ -252,8 +416,13 @@ class _GreedyMiserMixin:
         for rnd in self.trees_:
             for t in rnd:
                 col = np.zeros(X.shape[0])
-                predict_raw(X, t["feature"], t["threshold"], t["left"], t["right"], t["missing_left"],
-                            t["value"].astype(np.float64), col)
+                if "category_sets" in t:
+                    predict_raw_sets(X, t["feature"], t["threshold"], t["left"], t["right"], t["missing_left"],
+                                     *set_arrays(t["category_sets"]), t["other_left"],
+                                     t["value"].astype(np.float64), col)
+                else:
+                    predict_raw(X, t["feature"], t["threshold"], t["left"], t["right"], t["missing_left"],
+                                t["value"].astype(np.float64), col)
                 # each tree's value is a float32 leaf; add it in float32
                 acc[:, t["k"]] = acc[:, t["k"]] + col.astype(np.float32)
             yield acc[:, 0].copy() if K == 1 else acc.copy()

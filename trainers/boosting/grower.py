@@ -12,8 +12,22 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .histogram import build_level, hot_bins, new_level, node_sums, subtract_level
-from .partition import partition
-from .splitting import level_splits
+from .partition import partition, partition_set
+from .splitting import level_category_splits, level_splits
+
+
+@dataclass(frozen=True)
+class CategoryOptions:
+    """Which features are categorical (their bins are categories,
+    ``binning.category_bins``) and LightGBM's regularisation of set splits
+    (``splitting._categorical_split``)."""
+
+    is_cat: np.ndarray            # bool [F]
+    cat_l2: float = 10.0
+    cat_smooth: float = 10.0
+    max_cat_threshold: int = 32
+    min_data_per_group: int = 100
+    max_cat_to_onehot: int = 4
 
 
 @dataclass
@@ -27,6 +41,7 @@ class Tree:
     split_gain: list = field(default_factory=list)    # (feature, gain) per split
     order: np.ndarray = None  # type: ignore[assignment]  # the rows, grouped by leaf (set by grow)
     leaves: list = field(default_factory=list)        # (node, start, stop) into order
+    sets: dict = field(default_factory=dict)          # node -> uint8 [256]: bins that go left (set splits)
 
     def add_children(self, parent, f, b, miss_left):
         self.feature[parent], self.split_bin[parent], self.missing_left[parent] = f, b, miss_left
@@ -49,11 +64,15 @@ class Tree:
 
 
 def grow(binned, n_bins, rows, g, h, *, max_depth, min_samples_leaf, l2, penalty, active,
-         on_split=None, workspace=None) -> Tree:
+         on_split=None, workspace=None, categories: CategoryOptions | None = None) -> Tree:
     """One tree.  ``penalty[f]`` is subtracted from every split's gain on f;
     ``on_split(f)`` may return a new penalty vector (immediate refunds).
     ``workspace``: a dict the caller keeps across the trees of a fit, where
     the histogram buffers are reused (``histogram.new_level``).
+    ``categories``: the categorical features and their options; their
+    splits are category sets (``tree.sets``), found by
+    ``level_category_splits``.  None: every split numeric (the same calls
+    as before categorical splits existed).
 
     Level by level: one call builds the histograms of all the level's nodes
     that need building, one computes their siblings by subtraction, one
@@ -64,6 +83,11 @@ def grow(binned, n_bins, rows, g, h, *, max_depth, min_samples_leaf, l2, penalty
     buffers = (np.empty_like(order), np.empty_like(order))
     tree.order = order
     F = binned.shape[0]
+    cat_f = None
+    if categories is not None and np.any(categories.is_cat & active):
+        cat_f = np.flatnonzero(categories.is_cat & active).astype(np.int64)
+        num_active = active & ~categories.is_cat
+        co = categories
 
     def splittable(depth, n):
         return depth < max_depth and n >= 2 * min_samples_leaf
@@ -79,7 +103,16 @@ def grow(binned, n_bins, rows, g, h, *, max_depth, min_samples_leaf, l2, penalty
     build_level(binned, order, first, np.array([order.shape[0]], np.int64), first, g, h, active, hot, *hist)
     for depth in range(max_depth):
         sums = np.array([tree.sums[nid] for nid, _, _ in frontier], np.float64)
-        brackets, bins, mleft, left_sums = level_splits(*hist, n_bins, sums, l2, min_samples_leaf, active)  # type: ignore[call-arg]  # numba's stubs cannot count *-args
+        if cat_f is None:
+            brackets, bins, mleft, left_sums = level_splits(*hist, n_bins, sums, l2, min_samples_leaf, active)  # type: ignore[call-arg]  # numba's stubs cannot count *-args
+        else:
+            brackets, bins, mleft, left_sums = level_splits(*hist, n_bins, sums, l2, min_samples_leaf, num_active)  # type: ignore[call-arg]  # numba's stubs cannot count *-args
+            cgain, csets, csums = level_category_splits(
+                *hist, n_bins, sums, l2, min_samples_leaf, cat_f, float(co.cat_l2), float(co.cat_smooth),
+                int(co.max_cat_threshold), float(co.min_data_per_group), int(co.max_cat_to_onehot))
+            brackets[:, cat_f] = cgain
+            left_sums[:, cat_f] = csums
+            mleft[:, cat_f] = False     # NaN goes right at a set split (LightGBM)
         nxt: list = []
         small = []   # (start, stop, index in nxt or None) of each child to build
         pairs = []   # (parent j, index of its small child in ``small``, big child's index in nxt)
@@ -90,7 +123,12 @@ def grow(binned, n_bins, rows, g, h, *, max_depth, min_samples_leaf, l2, penalty
             if not gains[f] > 1e-12:
                 tree.leaves.append((nid, start, stop))
                 continue
-            mid = partition(binned, order, start, stop, f, bins[j, f], mleft[j, f], buffers)
+            if cat_f is not None and categories.is_cat[f]:
+                goes = csets[j, int(np.searchsorted(cat_f, f))]
+                tree.sets[nid] = goes.copy()
+                mid = partition_set(binned, order, start, stop, f, goes, buffers)
+            else:
+                mid = partition(binned, order, start, stop, f, bins[j, f], mleft[j, f], buffers)
             lid, rid = tree.add_children(nid, f, int(bins[j, f]), bool(mleft[j, f]))
             GL, HL, NL = left_sums[j, f]
             tree.sums.append((GL, HL, NL))

@@ -68,3 +68,56 @@ def partition(binned, order, start, stop, f, split_bin, missing_left, buffers):
         return _partition_serial(binned[f], order, start, stop, split_bin, int(missing_left), left, right)
     return _partition_parallel(binned[f], order, start, stop, split_bin, int(missing_left), left, right,
                                get_num_threads())
+
+
+# ---------------------------------------------------------------- category sets
+@njit(cache=True, inline="always")
+def _split_chunk_set(col, order, lo, hi, goes_left, left, right):
+    """``_split_chunk`` for a category-set split: row goes left iff
+    ``goes_left[bin]`` (uint8 [256]; the NaN and "other" bins are 0)."""
+    a = lo
+    r = lo
+    for i in range(lo, hi):
+        row = order[i]
+        gl = np.int64(goes_left[col[row]])
+        left[a] = row
+        right[r] = row
+        a += gl
+        r += 1 - gl
+    return a - lo
+
+
+@njit(cache=True)
+def _partition_set_serial(col, order, start, stop, goes_left, left, right):
+    k = _split_chunk_set(col, order, start, stop, goes_left, left, right)
+    order[start:start + k] = left[start:start + k]
+    order[start + k:stop] = right[start:stop - k]
+    return start + k
+
+
+@njit(cache=True, parallel=True)
+def _partition_set_parallel(col, order, start, stop, goes_left, left, right, n_chunks):
+    per = (stop - start + n_chunks - 1) // n_chunks
+    n_left = np.zeros(n_chunks, np.int64)
+    for c in prange(n_chunks):
+        lo = start + c * per
+        n_left[c] = _split_chunk_set(col, order, lo, min(stop, lo + per), goes_left, left, right)
+    mid = start + n_left.sum()
+    for c in prange(n_chunks):
+        lo = start + c * per
+        hi = min(stop, lo + per)
+        k = n_left[c]
+        at_left = start + n_left[:c].sum()
+        at_right = mid + (lo - start) - n_left[:c].sum()
+        order[at_left:at_left + k] = left[lo:lo + k]
+        order[at_right:at_right + hi - lo - k] = right[lo:hi - k]
+    return mid
+
+
+def partition_set(binned, order, start, stop, f, goes_left, buffers):
+    """``partition`` for a category-set split: left rows are those whose
+    bin has ``goes_left[bin] == 1``, in the same stable order."""
+    left, right = buffers
+    if stop - start < _PARALLEL_MIN_ROWS:
+        return _partition_set_serial(binned[f], order, start, stop, goes_left, left, right)
+    return _partition_set_parallel(binned[f], order, start, stop, goes_left, left, right, get_num_threads())

@@ -92,3 +92,109 @@ def best_splits(hg, hh, hc, n_bins, G, H, N, l2, min_samples_leaf, penalty, acti
     gain, bins, mleft, left_sums = level_splits(hg[None], hh[None], hc[None], n_bins,
                                                 np.array([[G, H, N]], np.float64), l2, min_samples_leaf, active)
     return gain[0] - penalty, bins[0], mleft[0], left_sums[0]
+
+
+# ---------------------------------------------------------------- category sets
+@njit(cache=True)
+def _categorical_split(hg, hh, hc, n_cat, G, H, N, l2, min_samples_leaf, cat_l2, cat_smooth,
+                       max_cat_threshold, min_data_per_group, max_cat_to_onehot, parent, left_set):
+    """The best category-set split of one categorical feature, as LightGBM's
+    ``FeatureHistogram::FindBestThresholdCategoricalInner`` finds it (our
+    own code): bins 0..n_cat-1 are categories, bin n_cat the "other" bin
+    (rare and non-code values), MISSING_BIN NaN; those two never join the
+    left set (LightGBM sends NaN and unknown categories right).
+
+    * few categories (n_cat + 1 <= max_cat_to_onehot): one category against
+      the rest, bracket with ``l2``;
+    * else the categories with at least ``cat_smooth`` rows, sorted by
+      G_c / (H_c + cat_smooth) (stable), are scanned from both ends: the
+      left set is a prefix of at most min(max_cat_threshold, (k+1)//2)
+      categories; children's scores use ``l2 + cat_l2`` (the parent's
+      ``l2``, as LightGBM without path smoothing), a prefix is tried only
+      when it has added ``min_data_per_group`` rows since the last one
+      tried, and the scan stops when the right side has fewer than
+      ``min_data_per_group`` or ``min_samples_leaf`` rows.
+
+    Returns (bracket, G_L, H_L, N_L) and writes ``left_set[b] = 1`` for the
+    bins of the best set (bracket -inf: none valid; first of equal
+    brackets wins, the forward direction first)."""
+    best = -np.inf
+    bG, bH, bN = 0.0, 0.0, 0.0
+    left_set[:] = 0
+    if n_cat + 1 <= max_cat_to_onehot:
+        bt = -1
+        for t in range(n_cat):
+            nl = float(hc[t])
+            if nl < min_samples_leaf or N - nl < min_samples_leaf:
+                continue
+            s = 0.5 * (_score(hg[t], hh[t], l2) + _score(G - hg[t], H - hh[t], l2) - parent)
+            if s > best:
+                best, bt = s, t
+                bG, bH, bN = hg[t], hh[t], nl
+        if bt >= 0:
+            left_set[bt] = 1
+        return best, bG, bH, bN
+    cand = np.empty(n_cat, np.int64)
+    used = 0
+    for t in range(n_cat):
+        if hc[t] >= cat_smooth:
+            cand[used] = t
+            used += 1
+    if used == 0:
+        return best, bG, bH, bN
+    cand = cand[:used]
+    ctr = np.empty(used)
+    for i in range(used):
+        ctr[i] = hg[cand[i]] / (hh[cand[i]] + cat_smooth)
+    idx = cand[np.argsort(ctr, kind="mergesort")]
+    max_num = min(max_cat_threshold, (used + 1) // 2)
+    l2c = l2 + cat_l2
+    best_i, best_dir = -1, 1
+    for d in range(2):
+        gl, hl, nl = 0.0, 0.0, 0.0
+        group = 0.0
+        for i in range(min(used, max_num)):
+            t = idx[i] if d == 0 else idx[used - 1 - i]
+            gl += hg[t]
+            hl += hh[t]
+            nl += hc[t]
+            group += hc[t]
+            if nl < min_samples_leaf:
+                continue
+            nr = N - nl
+            if nr < min_samples_leaf or nr < min_data_per_group:
+                break
+            if group < min_data_per_group:
+                continue
+            group = 0.0
+            s = 0.5 * (_score(gl, hl, l2c) + _score(G - gl, H - hl, l2c) - parent)
+            if s > best:
+                best, best_i, best_dir = s, i, d
+                bG, bH, bN = gl, hl, nl
+    for i in range(best_i + 1):
+        left_set[idx[i] if best_dir == 0 else idx[used - 1 - i]] = 1
+    return best, bG, bH, bN
+
+
+@njit(cache=True, parallel=True)
+def level_category_splits(hg, hh, hc, n_bins, sums, l2, min_samples_leaf, cat_features, cat_l2, cat_smooth,
+                          max_cat_threshold, min_data_per_group, max_cat_to_onehot):
+    """``level_splits`` for the categorical features ``cat_features``
+    (indices; their bins are categories, ``binning.category_bins``): per
+    node j and listed feature c, (bracket, left set over bins [256] uint8,
+    G_L, H_L, N_L) of the best set split (``_categorical_split``)."""
+    J, C = hg.shape[0], cat_features.shape[0]
+    gain = np.full((J, C), -np.inf)
+    sets = np.zeros((J, C, hg.shape[2]), np.uint8)
+    left_sums = np.zeros((J, C, 3))
+    for t in prange(J * C):
+        j, c = t // C, t % C
+        f = cat_features[c]
+        G, H, N = sums[j, 0], sums[j, 1], sums[j, 2]
+        best, bG, bH, bN = _categorical_split(hg[j, f], hh[j, f], hc[j, f], n_bins[f] - 1, G, H, N, l2,
+                                              min_samples_leaf, cat_l2, cat_smooth, max_cat_threshold,
+                                              min_data_per_group, max_cat_to_onehot, _score(G, H, l2),
+                                              sets[j, c])
+        gain[j, c] = best
+        left_sums[j, c, 0], left_sums[j, c, 1], left_sums[j, c, 2] = bG, bH, bN
+    return gain, sets, left_sums
