@@ -2,9 +2,10 @@
 
 XGBoost's model document declares its tree count (``num_trees``, one
 ``tree_info`` entry per tree, ``iteration_indptr`` per round), each tree's
-size (``tree_param.num_nodes``, the length of every node array) and the
-number of features.  A file cut short, or an array with a number removed,
-breaks one of these declarations; ``check_document`` checks them all and
+size (``tree_param.num_nodes``, the length of every node array), the
+number of features and, for categorical splits, which nodes hold a
+category set and how long each set is (``_categories``).  A file cut
+short, or an array with a number removed, breaks one of these declarations; ``check_document`` checks them all and
 raises one ``ValueError`` naming the tree and the field, so a damaged file
 never reaches XGBoost's loader (which can take it as another model) and
 never ends in a bare ``KeyError``/``IndexError``.
@@ -19,10 +20,11 @@ from . import _ubjson
 
 MAX_TREES = 1 << 24
 MAX_NODES = 1 << 30
+MAX_CATEGORY = 1 << 24            # XGBoost's InvalidCat: a category is in [0, 2**24)
 # one entry per node; split_type and the statistics are checked when present
 _NODE_ARRAYS = ("left_children", "right_children", "parents", "split_indices", "split_conditions",
                 "default_left")
-_NODE_MORE = ("split_type", "loss_changes", "sum_hessian")
+_NODE_MORE = ("loss_changes", "sum_hessian")         # split_type: _categories
 _CATEGORIES = ("categories", "categories_nodes", "categories_segments", "categories_sizes")
 
 
@@ -75,6 +77,61 @@ def decode(raw: bytes) -> dict:
     return doc
 
 
+def _show(a, n=8):
+    """The first ``n`` numbers of an array, integers printed as such."""
+    shown = [str(int(v)) if np.isfinite(v) and v == int(v) else repr(float(v)) for v in np.asarray(a)[:n]]
+    return "[" + ", ".join(shown) + (", ...]" if len(a) > n else "]")
+
+
+def _categories(t, w, n):
+    """The categorical splits as XGBoost writes them (``RegTree::
+    SaveCategoricalSplit``): ``categories_nodes`` lists the nodes whose
+    ``split_type`` is 1, in order; node k's categories are
+    ``categories[categories_segments[k]:][:categories_sizes[k]]``, at least
+    one, increasing, each in [0, 2**24) (XGBoost's valid categories); the
+    segments follow one another and cover ``categories``.  XGBoost reads
+    the four arrays only when ``split_type`` is present; without it a
+    non-empty one means a line was lost."""
+    have = [k for k in _CATEGORIES if k in t]
+    if have and len(have) != len(_CATEGORIES):
+        _fail(f"{w} has no {sorted(set(_CATEGORIES) - set(have))[0]!r}")
+    if "split_type" not in t:
+        for k in have:
+            if len(_seq(t, k, w)):
+                _fail(f"{w} has {k} but no 'split_type'")
+        return
+    st = _seq(t, "split_type", w, n, f"tree_param.num_nodes={n}")
+    if ((st != 0) & (st != 1)).any():
+        _fail(f"{w}: split_type holds a value other than 0 (numeric) or 1 (categorical)")
+    if not have:
+        if (st == 1).any():
+            _fail(f"{w} has categorical nodes (split_type) but no 'categories'")
+        return
+    want = np.flatnonzero(st == 1)
+    nodes = _seq(t, "categories_nodes", w)
+    if not np.array_equal(nodes, want):
+        _fail(f"{w}: categories_nodes {_show(nodes)} are not the nodes whose split_type is 1 "
+              f"{_show(want)}")
+    says = f"categories_nodes ({want.size} nodes)"
+    seg = _seq(t, "categories_segments", w, want.size, says)
+    size = _seq(t, "categories_sizes", w, want.size, says)
+    cats = _seq(t, "categories", w)
+    if (size < 1).any() or (size != np.floor(size)).any():
+        _fail(f"{w}: categories_sizes holds a size below 1")
+    ends = np.cumsum(size)
+    if not np.array_equal(seg, ends - size):
+        _fail(f"{w}: categories_segments {_show(seg)} do not follow categories_sizes {_show(size)}")
+    if want.size and ends[-1] != cats.size or not want.size and cats.size:
+        _fail(f"{w}: categories has {cats.size} entries, categories_sizes add up to "
+              f"{int(ends[-1]) if want.size else 0}")
+    if ((cats < 0) | (cats >= MAX_CATEGORY) | (cats != np.floor(cats))).any():
+        _fail(f"{w}: categories holds a value that is not a category (an integer in [0, {MAX_CATEGORY}))")
+    step = np.diff(cats)
+    step[(ends[:-1] - 1).astype(np.int64)] = 1      # a new node starts: no order across nodes
+    if (step <= 0).any():
+        _fail(f"{w}: categories of a node are not increasing")
+
+
 def _tree(t, i, F, leaf_width):
     w = f"tree {i}"
     if not isinstance(t, dict):
@@ -91,9 +148,7 @@ def _tree(t, i, F, leaf_width):
     for k in _NODE_MORE:
         if k in t:
             _seq(t, k, w, n, says)
-    cats = [k for k in _CATEGORIES if k in t]
-    if cats and len(cats) != len(_CATEGORIES):
-        _fail(f"{w} has no {sorted(set(_CATEGORIES) - set(cats))[0]!r}")
+    _categories(t, w, n)
     if "base_weights" in t:
         _seq(t, "base_weights", w, n * leaf_width, f"{says} x size_leaf_vector")
     left, right = a["left_children"], a["right_children"]

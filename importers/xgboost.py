@@ -10,13 +10,22 @@ rows, NaN included.  Conversion per feature of the model:
 * ``x < t`` (XGBoost) becomes ``x <= t32`` with ``t32`` the float32 just
   below t (``thresholds.lt_threshold``);
 * a missing value (NaN) takes the node's ``default_left``;
+* a categorical split (``enable_categorical=True``, one-hot or partition)
+  becomes a category-set split under the IR's ``truncate_nonnegative``
+  rule, XGBoost's own (``common::Decision``): x >= 0 is category trunc(x);
+  XGBoost's stored categories go right, so the IR's left set is their
+  complement within the words that hold the largest one, and every value
+  that is no category or lies past those words (negative, too large,
+  +-inf) goes left (``other_left``), as in XGBoost.  The model reads the
+  category codes XGBoost sees: a DataFrame's categories re-coded by
+  XGBoost, or the floats given to a DMatrix with ``feature_types='c'``;
 * the base margin is read from XGBoost itself (a copy of the model with no
   trees predicts it), so ``base_score``, ``boost_from_average`` and the
   objective's probability-to-margin step are XGBoost's own float32 results;
 * multiclass (``num_class`` = K, one tree per class per round, tree_info
   gives the class): a K-output bank whose tree for class k puts its leaf in
   column k and -0.0 (the exact additive identity) elsewhere;
-* refused, with an error naming them: categorical splits, vector-leaf
+* refused, with an error naming them: vector-leaf
   (multi-target) trees, ``num_parallel_tree`` > 1 with DART, DART
   (``weight_drop`` scales trees at prediction), ``gblinear``, and
   objectives whose prediction transform the IR has no equal for
@@ -107,11 +116,38 @@ def _task(objective, n_class, classes, raw_margin):
                      "as a regression")
 
 
+def _category_sets(t, internal):
+    """Per node None or the words of its LEFT set, for the IR's
+    ``truncate_nonnegative`` rule (``CategorySplits``).
+
+    XGBoost stores per categorical node the categories that go RIGHT
+    (``categories[categories_segments[k]:][:categories_sizes[k]]`` of node
+    ``categories_nodes[k]``) and sends every other category left, as well as
+    a value that is no category (negative, >= 2**24, +-inf) or lies past the
+    node's bitfield (``common::Decision``).  So the left set is the
+    complement of XGBoost's set within the words that hold its largest
+    category, and every other value goes left (``other_left``).  None when
+    the tree has no categorical split."""
+    if "split_type" not in t:
+        return None
+    st = np.asarray(t["split_type"], np.int64)
+    cat = (st == 1) & internal
+    if not cat.any():
+        return None
+    nodes = np.asarray(t["categories_nodes"], np.int64)
+    seg = np.asarray(t["categories_segments"], np.int64)
+    size = np.asarray(t["categories_sizes"], np.int64)
+    cats = np.asarray(t["categories"], np.int64)
+    sets: list = [None] * st.shape[0]
+    for k, m in enumerate(nodes):
+        if cat[m]:
+            right = builders.category_set(cats[seg[k]:seg[k] + size[k]])
+            sets[m] = ~right                        # uint32: the complement within the words
+    return sets
+
+
 def _tree(t, n_class, klass):
     """One XGBoost tree as local arrays (XGBoost's own node order)."""
-    if "split_type" in t and np.any(np.asarray(t["split_type"]) != 0):
-        raise ValueError("XGBoost categorical splits are not supported by the importer "
-                         "(enable_categorical models); one-hot encode the categories and retrain")
     if int(t["tree_param"].get("size_leaf_vector", "1")) > 1:
         raise ValueError("XGBoost vector-leaf trees (multi_strategy='multi_output_tree') are not "
                          "supported; train with multi_strategy='one_output_per_tree'")
@@ -119,15 +155,21 @@ def _tree(t, n_class, klass):
     right = np.asarray(t["right_children"], np.int64)
     cond = np.asarray(t["split_conditions"], np.float32)
     leaf = left < 0
+    sets = _category_sets(t, ~leaf)
+    numeric = ~leaf if sets is None else ~leaf & np.array([s is None for s in sets])
     feature = np.where(leaf, -1, np.asarray(t["split_indices"], np.int64))
-    thr = np.zeros(left.shape[0], np.float32)
-    thr[~leaf] = lt_threshold(cond[~leaf])
+    thr = np.zeros(left.shape[0], np.float32)       # 0.0 at categorical nodes (the IR requires it)
+    thr[numeric] = lt_threshold(cond[numeric])
     value = np.where(leaf, cond, np.float32(0)).astype(np.float64)
     if n_class > 1:
         value = one_hot_values(value, klass, n_class)
-    return {"feature": feature, "threshold": thr, "left": np.where(leaf, -1, left),
-            "right": np.where(leaf, -1, right), "value": value,
-            "missing_left": np.asarray(t["default_left"]).astype(bool)}
+    out = {"feature": feature, "threshold": thr, "left": np.where(leaf, -1, left),
+           "right": np.where(leaf, -1, right), "value": value,
+           "missing_left": np.asarray(t["default_left"]).astype(bool)}
+    if sets is not None:
+        out["category_sets"] = sets
+        out["other_left"] = ~leaf & ~numeric
+    return out
 
 
 @cost_parameters_doc("the source model's feature names")
@@ -196,4 +238,7 @@ def from_xgboost(model, feature_costs=None, *, classes=None, raw_margin=False, b
     fc = resolve_costs(feature_costs, n_features, names, by_position=by_position)
     meta = {"library": "xgboost", "objective": objective, "n_trees": len(trees),
             "exact": "margins equal booster.predict(output_margin=True) bit for bit"}
-    return bank_model(trees, fc, task, base_score=base.astype(np.float64), source="xgboost", info=meta)
+    rule = ({"category_rule": "truncate_nonnegative"} if any("category_sets" in t for t in trees)
+            else {})
+    return bank_model(trees, fc, task, base_score=base.astype(np.float64), source="xgboost", info=meta,
+                      **rule)
