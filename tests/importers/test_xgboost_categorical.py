@@ -113,6 +113,21 @@ def test_margins_bit_exact(onehot, params, y):
     assert same_bits(ReferenceRuntime(from_json(to_json(m))).predict(R).scores, pred)
 
 
+def test_infinity_refused_by_a_dmatrix_goes_left_as_in_inplace_predict():
+    """What the source refuses: a DMatrix takes no +-inf (in any column);
+    inplace_predict takes it and, as for every value that is no category
+    (-1, 2**24, 3e9), goes left at a categorical node: the IR's other_left."""
+    b = _train({"max_cat_to_onehot": 1, "objective": "reg:squarederror"}, Y, rounds=4)
+    m = from_xgboost(b)
+    R = np.repeat(X[:50], 6, 0)
+    R[:, 1] = np.resize(np.array([np.inf, -np.inf, -1, 1 << 24, 3e9, -3e9], np.float32), len(R))
+    with pytest.raises(xgb.core.XGBoostError, match="inf"):
+        b.predict(_dmatrix(R), output_margin=True)
+    src = b.inplace_predict(R, predict_type="margin").reshape(-1, 6)
+    assert (src == src[:, :1]).all()                  # the six values go the same way in XGBoost
+    assert same_bits(ReferenceRuntime(m).predict(R).scores[:, 0], src.ravel())
+
+
 def test_partition_sets_span_several_words():
     """A partition split on the 100-category column has a set over 4 words;
     the IR's set there is the complement of XGBoost's (which goes right)."""
