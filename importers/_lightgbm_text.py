@@ -10,7 +10,10 @@ and never a model with fewer trees.  What a prediction does not read (the
 ``feature_importances`` and ``parameters`` sections, ``feature_infos``) is
 not checked, except that ``parameters`` is compared with the header where a
 removed header line would change the model (``objective``,
-``average_output``).
+``average_output``).  A tree with categorical splits (``num_cat`` > 0)
+declares its sets too: ``cat_boundaries`` has ``num_cat`` + 1 offsets from
+0, never decreasing, ``cat_threshold`` as many uint32 words as the last
+offset, and each categorical node's ``threshold`` is the index of its set.
 """
 from __future__ import annotations
 
@@ -29,6 +32,9 @@ _INTERNAL_MORE = ("split_gain", "internal_value", "internal_weight", "internal_c
 _LEAF = ("leaf_value",)
 _LEAF_MORE = ("leaf_weight", "leaf_count")
 _INT_FIELDS = ("split_feature", "decision_type", "left_child", "right_child")
+# words of all category sets of one tree: LightGBM's codes are C ints, so a
+# set has at most 2**26 words; a file declaring more is damaged
+MAX_CAT_WORDS = 1 << 26
 
 
 def _fail(msg):
@@ -91,17 +97,17 @@ def _header(head, params):
     return sizes
 
 
-def _array(t, key, n, i, dtype):
+def _array(t, key, n, i, dtype, by=None):
     v = t.get(key)
     if v is None:
         _fail(f"tree {i} has no {key!r} line")
     parts = v.split()
     if len(parts) != n:
-        _fail(f"tree {i}: {key} has {len(parts)} numbers, num_leaves={t['num_leaves']} needs {n}")
+        _fail(f"tree {i}: {key} has {len(parts)} numbers, {by or 'num_leaves=' + t['num_leaves']} needs {n}")
     try:
         return np.array(parts, dtype)
-    except ValueError:
-        _fail(f"tree {i}: {key} holds something that is not a number")
+    except (ValueError, OverflowError):
+        _fail(f"tree {i}: {key} holds something that is not a number in range")
 
 
 def _tree(block, i, F):
@@ -123,8 +129,6 @@ def _tree(block, i, F):
             if required or k in t:
                 arr = _array(t, k, n, i, np.int64 if k in _INT_FIELDS else np.float64)
                 out[k] = arr
-    if n_cat:                                      # refused later with its own message
-        return out
     feat, lc, rc = out["split_feature"], out["left_child"], out["right_child"]
     bad = np.flatnonzero((feat < 0) | (feat >= F))
     if bad.size:
@@ -134,7 +138,31 @@ def _tree(block, i, F):
         _fail(f"tree {i}: left_child/right_child hold an index outside -{L}..{L - 2}")
     if L > 1 and not _is_tree(lc, rc, L):
         _fail(f"tree {i}: left_child/right_child do not form a tree")
+    if L > 1:
+        _categories(t, out, i, n_cat)
     return out
+
+
+def _categories(t, out, i, n_cat):
+    """Check a tree's category sets against its categorical nodes
+    (``decision_type`` bit 0): one set per node, ``threshold`` its index;
+    ``out`` gets ``cat_boundaries`` and ``cat_threshold`` as int64 arrays."""
+    cat = np.flatnonzero(out["decision_type"] & 1)
+    if cat.size != n_cat:
+        _fail(f"tree {i}: decision_type marks {cat.size} categorical splits, num_cat={n_cat}")
+    if not n_cat:
+        return
+    cb = _array(t, "cat_boundaries", n_cat + 1, i, np.int64, by=f"num_cat={n_cat}")
+    if cb[0] != 0 or (np.diff(cb) < 0).any() or cb[-1] > MAX_CAT_WORDS:
+        _fail(f"tree {i}: cat_boundaries do not run from 0 upwards to at most {MAX_CAT_WORDS} words")
+    ct = _array(t, "cat_threshold", int(cb[-1]), i, np.int64, by=f"cat_boundaries[-1]={cb[-1]}")
+    if ((ct < 0) | (ct >= 1 << 32)).any():
+        _fail(f"tree {i}: cat_threshold holds a number outside the uint32 range")
+    idx = out["threshold"][cat]
+    if not np.array_equal(np.sort(idx), np.arange(n_cat)):
+        _fail(f"tree {i}: the thresholds of its categorical splits are not the set indices 0..{n_cat - 1}, "
+              "one each")
+    out["cat_boundaries"], out["cat_threshold"] = cb, ct
 
 
 def _is_tree(lc, rc, L):

@@ -27,14 +27,26 @@ refused naming the tree and field.  Conversion, per feature of the model:
   the sum by the number of iterations before its transform (the bank's
   ``divisor``); ``predict(raw_score=True)`` returns the undivided sum, so
   here the margin is that raw score / iterations, bit for bit;
-* refused with an error naming them: categorical splits, linear trees
+* categorical splits (``categorical_feature``; decision_type bit 0):
+  LightGBM 4 (``Tree::CategoricalDecision``) sends NaN right, casts any
+  other x to a C int, sends a negative int right, and sends c left iff bit
+  c of the node's bitset (``cat_threshold`` from ``cat_boundaries[k]``,
+  k the node's ``threshold``) is set, a c past the bitset's words going
+  right.  The IR's category split with rule ``"truncate"`` (x > -1 is code
+  trunc(x)), the bitset as the node's left set, NaN and every other value
+  right (``missing_left`` and ``other_left`` False), is the same on every
+  float32 x: x <= -1 truncates to a negative int; an x in [2**31, inf] (the
+  cast is undefined; x86 gives INT_MIN, negative) and every code past the
+  words lie at or past the set's 32 * words codes;
+* refused with an error naming them: linear trees
   (``linear_tree``), objectives whose transform the IR lacks (unless
   ``raw_margin=True``).
 
 Leaf values and sums: LightGBM starts each output at 0.0 and adds its
 double leaf values in double, tree by tree (``GBDT::PredictRaw``).  The
-model is one float64 ``trees`` node (format version 2) that does the same
-additions in the same order, so on float32 rows its margin is bit for bit
+model is one float64 ``trees`` node (format version 2; 4 with categorical
+splits) that does the same additions in the same order, so on float32
+rows its margin is bit for bit
 ``predict(raw_score=True)`` (docs/importers.md).  ``init_score`` is not
 stored in a LightGBM model and ``predict(raw_score=True)`` does not add it;
 pass ``init_score=`` to put a constant one in front of the trees' sum.
@@ -92,9 +104,6 @@ def _tree(t, i, n_class, klass, feature_names):
         return {"feature": [-1], "threshold": [0.0], "left": [-1], "right": [-1],
                 "value": one_hot_values(val, klass, n_class) if n_class > 1 else val,
                 "missing_left": [True]}
-    if int(t["num_cat"]) > 0:
-        raise ValueError(f"LightGBM categorical splits (tree {i}) are not supported by the importer; "
-                         "one-hot encode the categories or train without categorical_feature")
     feat, t64 = t["split_feature"], t["threshold"]
     thr = _zero_band_threshold(t64, clamp_infinite(le_threshold(t64)))
     dt, lc, rc = t["decision_type"], t["left_child"], t["right_child"]
@@ -102,23 +111,52 @@ def _tree(t, i, n_class, klass, feature_names):
     default_left = (dt & 2) != 0
     missing = (dt >> 2) & 3
     missing_left = np.where(missing == 0, np.float32(0) <= thr, default_left)
-    bad = np.flatnonzero(dt & 1)
-    if bad.size:
-        raise ValueError(f"LightGBM categorical split at node {bad[0]} of tree {i} is not supported")
+    sets = _category_sets(t, i)                      # None, or per internal node None / left set
+    if sets is not None:                             # NaN and non-codes go right; threshold 0.0
+        cat = np.array([s is not None for s in sets])
+        thr = np.where(cat, np.float32(0), thr)
+        missing_left = missing_left & ~cat
     zero = [m for m in np.flatnonzero(missing == 1)
-            if not le_zero_region(thr[m], bool(default_left[m]), K_ZERO_THRESHOLD)]
+            if not le_zero_region(thr[m], bool(default_left[m]), K_ZERO_THRESHOLD)
+            and (sets is None or sets[m] is None)]
     if zero:
-        node_v = _zero_band_tree(feat, thr, lc, rc, default_left, missing_left, leaf_value, set(zero), i)
+        node_v = _zero_band_tree(feat, thr, lc, rc, default_left, missing_left, leaf_value, set(zero), i,
+                                 sets)
         return {**node_v, "value": (one_hot_values(node_v["value"], klass, n_class) if n_class > 1
                                     else node_v["value"])}
     child = lambda c: np.where(c >= 0, c, n_int + ~c)  # noqa: E731  (leaf ~j sits at n_int + j)
     val = np.concatenate([np.zeros(n_int), leaf_value])
-    return {"feature": np.concatenate([feat, np.full(n_leaves, -1)]),
-            "threshold": np.concatenate([thr, np.zeros(n_leaves, np.float32)]),
-            "left": np.concatenate([child(lc), np.full(n_leaves, -1)]),
-            "right": np.concatenate([child(rc), np.full(n_leaves, -1)]),
-            "value": one_hot_values(val, klass, n_class) if n_class > 1 else val,
-            "missing_left": np.concatenate([missing_left, np.ones(n_leaves, bool)])}
+    out = {"feature": np.concatenate([feat, np.full(n_leaves, -1)]),
+           "threshold": np.concatenate([thr, np.zeros(n_leaves, np.float32)]),
+           "left": np.concatenate([child(lc), np.full(n_leaves, -1)]),
+           "right": np.concatenate([child(rc), np.full(n_leaves, -1)]),
+           "value": one_hot_values(val, klass, n_class) if n_class > 1 else val,
+           "missing_left": np.concatenate([missing_left, np.ones(n_leaves, bool)])}
+    if sets is not None:
+        out["category_sets"] = list(sets) + [None] * n_leaves
+    return out
+
+
+def _category_sets(t, i):
+    """Per internal node of a tree with categorical splits: None (numeric)
+    or the uint32 words of its bitset, the categories LightGBM sends left
+    (an empty bitset, which sends every x right, as one zero word); None
+    for a tree without categorical splits.  ``_lightgbm_text`` has checked
+    that each categorical node's threshold indexes one set."""
+    if int(t["num_cat"]) == 0:
+        return None
+    from ..ir.codes import MAX_CATEGORY_WORDS
+    cb, words = t["cat_boundaries"], t["cat_threshold"].astype(np.uint32)
+    sets = [None] * len(t["decision_type"])
+    for m in np.flatnonzero(t["decision_type"] & 1):
+        k = int(t["threshold"][m])
+        w = words[cb[k]:cb[k + 1]]
+        if len(w) > MAX_CATEGORY_WORDS:
+            raise ValueError(f"LightGBM categorical split at node {m} of tree {i} tests categories up to "
+                             f"{32 * len(w) - 1}, past the {32 * MAX_CATEGORY_WORDS} the IR holds; "
+                             "renumber the categories from 0")
+        sets[m] = w if len(w) else np.zeros(1, np.uint32)
+    return sets
 
 
 def _zero_band_threshold(t64, thr):
@@ -140,22 +178,25 @@ def _zero_band_threshold(t64, thr):
 MAX_ZERO_BAND_NODES = 1 << 20
 
 
-def _zero_band_tree(feat, thr, lc, rc, default_left, missing_left, leaf_value, zero, i):
+def _zero_band_tree(feat, thr, lc, rc, default_left, missing_left, leaf_value, zero, i, sets=None):
     """A tree with ``missing_type=Zero`` splits whose zero band [-z, z]
     straddles the threshold, as float32 tests: such a split on feature f
     becomes ``x < -z`` (left: ``x <= t`` to L or R), else ``x <= z`` (left,
     and NaN: the default child; right: ``x <= t`` to L or R).  The children
     are copied where they are reached twice (the IR's trees are trees), so
-    the tree grows; a tree past MAX_ZERO_BAND_NODES nodes is refused."""
+    the tree grows; a tree past MAX_ZERO_BAND_NODES nodes is refused.
+    ``sets``: the tree's category sets (``_category_sets``), copied along."""
     z = np.float32(K_ZERO_THRESHOLD)
     out = {k: [] for k in ("feature", "threshold", "left", "right", "missing_left", "value")}
+    cats = []
 
-    def new(f, t, ml, v=0.0):
+    def new(f, t, ml, v=0.0, s=None):
         if len(out["feature"]) >= MAX_ZERO_BAND_NODES:
             raise ValueError(f"LightGBM zero_as_missing splits in tree {i} need more than "
                              f"{MAX_ZERO_BAND_NODES} float32 tests; retrain with zero_as_missing=False")
         for k, x in zip(out, (f, t, -1, -1, ml, v), strict=True):
             out[k].append(x)
+        cats.append(s)
         return len(out["feature"]) - 1
 
     def link(n, a, b):
@@ -167,7 +208,7 @@ def _zero_band_tree(feat, thr, lc, rc, default_left, missing_left, leaf_value, z
             return new(-1, np.float32(0), True, float(leaf_value[~c]))
         f, t = int(feat[c]), thr[c]
         if c not in zero:
-            n = new(f, t, bool(missing_left[c]))
+            n = new(f, t, bool(missing_left[c]), s=None if sets is None else sets[c])
             return link(n, emit(lc[c]), emit(rc[c]))
         plain = lambda: link(new(f, t, True), emit(lc[c]), emit(rc[c]))  # noqa: E731  (NaN never reaches it)
         a = new(f, np.nextafter(-z, np.float32(-np.inf)), False)   # below the band; NaN goes on to b
@@ -176,7 +217,10 @@ def _zero_band_tree(feat, thr, lc, rc, default_left, missing_left, leaf_value, z
         return link(a, plain(), b)
 
     emit(0)
-    return {k: np.asarray(v) for k, v in out.items()}
+    res = {k: np.asarray(v) for k, v in out.items()}
+    if sets is not None:
+        res["category_sets"] = cats
+    return res
 
 
 def _task(objective, n_class, classes, raw_margin):
@@ -254,5 +298,7 @@ def from_lightgbm(model, feature_costs=None, *, classes=None, raw_margin=False, 
              else "margins are predict(raw_score=True) bit for bit (float64 bank)")
     meta = {"library": "lightgbm", "objective": head.get("objective", ""), "n_trees": len(trees),
             "exact": exact}
+    # a bank with category splits reads codes as LightGBM does (C int cast)
+    cat = {"category_rule": "truncate"} if any("category_sets" in b for b in banks) else {}
     return bank_model(banks, fc, task, base_score=base, source="lightgbm", info=meta,
-                      precision="float64", divisor=divisor)
+                      precision="float64", divisor=divisor, **cat)
