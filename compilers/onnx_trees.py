@@ -21,8 +21,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from onnx import numpy_helper
+from onnx import TensorProto, numpy_helper
 
+from ..ir.codes import CAT_INTEGER, CAT_TRUNCATE
 from ..ir.lowering import Tables
 from .onnx_graph import Graph
 from .onnx_schedule import TreePaths
@@ -55,6 +56,9 @@ class Forest:
     # vote for several targets (TreeEnsembleRegressor only; opset 5 gives a
     # leaf one target)
     extra: tuple | None = None
+    # category-set splits: their decisions as columns appended to X
+    # (``CategoryColumns``); their nodes read those columns
+    cats: CategoryColumns | None = None
 
     @property
     def n_trees(self):
@@ -64,18 +68,133 @@ class Forest:
     def concat(forests):
         forests = [f for f in forests if f.tree.size]
         parts, node0, tree0 = [], 0, 0
+        cats = None
         for f in forests:
             left, right = (np.where(a >= 0, a + node0, -1) for a in (f.left, f.right))
-            parts.append((f.tree + tree0, f.feature, f.threshold, f.missing_left,
+            feature = f.feature
+            if f.cats is not None:
+                if cats is None or cats.same(f.cats):     # copies of one forest share its columns
+                    cats = f.cats
+                else:
+                    feature = np.where(feature >= cats.n_features, feature + cats.feature.size, feature)
+                    cats = cats.join(f.cats)
+            parts.append((f.tree + tree0, feature, f.threshold, f.missing_left,
                           left, right, f.target, f.weight, f.node))
             node0 += f.tree.size
             tree0 += f.n_trees
-        return Forest(*(np.concatenate(cols) for cols in zip(*parts, strict=True)))
+        return Forest(*(np.concatenate(cols) for cols in zip(*parts, strict=True)), cats=cats)
+
+
+@dataclass
+class CategoryColumns:
+    """The category-set splits of a forest as numeric ones: column k, appended
+    to X after its ``n_features`` columns, is 0.0 where decision k sends the
+    row left and 1.0 where right, and the nodes that make decision k read
+    column ``n_features + k`` with threshold 0.5 (x <= 0.5 goes left; the
+    column is never NaN).  Nodes with the same feature, rule, set and
+    missing / other directions share a decision.
+
+    Decision k reads X column ``feature[k]`` (x) and goes, as the
+    reference's ``category_left`` (runtimes/_vm.py): left iff
+    ``missing_left[k]`` when x is NaN; when x is a code of the rule below
+    ``32 * words[k]`` (rule 0 "truncate": x > -1, 1 "truncate_nonnegative":
+    x >= 0, 2 "integer": x >= 0 and x == trunc(x); code trunc(x)), left iff
+    ``member[offset[k] + trunc(x)]``; else left iff ``other_left[k]``.
+    ``member`` holds one bool per (decision, code below 32 * words):
+    the IR's bit sets unpacked, so a row's membership is one Gather."""
+
+    n_features: int
+    feature: np.ndarray       # [K] int64
+    rule: np.ndarray          # [K] int64: CAT_TRUNCATE / CAT_TRUNCATE_NONNEGATIVE / CAT_INTEGER
+    words: np.ndarray         # [K] int64
+    offset: np.ndarray        # [K] int64: where decision k's codes start in ``member``
+    member: np.ndarray        # [sum 32 words] bool
+    missing_left: np.ndarray  # [K] bool
+    other_left: np.ndarray    # [K] bool
+
+    @staticmethod
+    def of_nodes(tab: Tables, nodes, n_features):
+        """(columns, column of each node: -1 for numeric nodes and leaves)
+        of IR ``nodes``; columns None when none of them is categorical."""
+        col = np.full(len(nodes), -1, np.int64)
+        begin = getattr(tab, "tn_cat", None)       # None: tables of a model without them
+        cat = np.zeros(0, np.int64) if begin is None else np.flatnonzero(begin[nodes] >= 0)
+        if not cat.size:
+            return None, col
+        decisions, members = {}, []
+        for i in cat:
+            m = nodes[i]
+            b, w = int(tab.tn_cat[m]), int(tab.tn_cat_words[m])
+            bits = np.asarray(tab.cat_bits[b:b + w], "<u4")
+            key = (int(tab.tn_feature[m]), int(tab.tn_cat_rule[m]), bool(tab.tn_missing_left[m]),
+                   bool(tab.tn_other_left[m]), bits.tobytes())
+            if key not in decisions:
+                decisions[key] = len(decisions)
+                members.append(np.unpackbits(bits.view(np.uint8), bitorder="little").astype(bool))
+            col[i] = decisions[key]
+        keys = list(decisions)
+        sizes = np.array([len(a) for a in members], np.int64)
+        return CategoryColumns(
+            int(n_features), np.array([k[0] for k in keys], np.int64), np.array([k[1] for k in keys], np.int64),
+            sizes // 32, np.r_[0, np.cumsum(sizes)[:-1]].astype(np.int64), np.concatenate(members),
+            np.array([k[2] for k in keys], bool), np.array([k[3] for k in keys], bool)), col
+
+    def same(self, other):
+        return all(np.array_equal(getattr(self, f), getattr(other, f)) for f in (
+            "n_features", "feature", "rule", "words", "offset", "member", "missing_left", "other_left"))
+
+    def join(self, other):
+        """These columns, then ``other``'s (its decision k becomes K + k)."""
+        if other.n_features != self.n_features:
+            raise ValueError("forests over different numbers of features cannot be joined")
+        return CategoryColumns(
+            self.n_features, np.r_[self.feature, other.feature], np.r_[self.rule, other.rule],
+            np.r_[self.words, other.words], np.r_[self.offset, self.member.size + other.offset],
+            np.r_[self.member, other.member], np.r_[self.missing_left, other.missing_left],
+            np.r_[self.other_left, other.other_left])
+
+    def append_to(self, g: Graph, X):
+        """X [N, F] float32 with the K decision columns after it, [N, F + K]:
+        per decision, the rule's range test, the code (Cast to int32
+        truncates toward zero, as C), the integer test, one Gather into
+        ``member``, then Where over the NaN and non-code directions."""
+        K = self.feature.size
+        with g.scope("categories"):
+            x = g.op("Gather", X, g.const(self.feature), axis=1)                  # [N, K]
+            rules = set(self.rule.tolist())
+            above = {}
+            if CAT_TRUNCATE in rules:
+                above[CAT_TRUNCATE] = g.op("Greater", x, g.const(np.full((1, K), -1, np.float32)))
+            if rules - {CAT_TRUNCATE}:
+                above[CAT_INTEGER] = g.op("GreaterOrEqual", x, g.const(np.zeros((1, K), np.float32)))
+            if len(above) == 1:
+                ok = next(iter(above.values()))
+            else:           # onnxruntime has no Where over bool: a mix of rules by And / Or
+                trunc = self.rule == CAT_TRUNCATE
+                ok = g.op("Or", g.op("And", above[CAT_TRUNCATE], g.const(trunc[None])),
+                          g.op("And", above[CAT_INTEGER], g.const(~trunc[None])))
+            hi = (32 * self.words).astype(np.float32)[None]
+            ok = g.op("And", ok, g.op("Less", x, g.const(hi)))                    # NaN: False
+            safe = g.where(ok, x, g.const(np.zeros((1, K), np.float32)))         # in (-1, hi): a defined cast
+            code = g.cast(safe, TensorProto.INT32)
+            if CAT_INTEGER in rules:
+                whole = g.op("Equal", g.cast(code, TensorProto.FLOAT), safe)
+                if rules != {CAT_INTEGER}:
+                    whole = g.op("Or", whole, g.const((self.rule != CAT_INTEGER)[None]))
+                ok = g.op("And", ok, whole)
+            # 1 where the row goes right: uint8, which Where takes (bool it does not)
+            right = g.op("Gather", g.const((~self.member).astype(np.uint8)),
+                         g.op("Add", code, g.const(self.offset.astype(np.int32)[None])))
+            right = g.where(ok, right, g.const((~self.other_left).astype(np.uint8)[None]))
+            right = g.where(g.op("IsNaN", x), g.const((~self.missing_left).astype(np.uint8)[None]), right)
+            right = g.cast(right, TensorProto.FLOAT)
+            return g.op("Concat", X, right, axis=1)
 
 
 def ir_forest(tab: Tables, paths: TreePaths, trees, vote) -> Forest:
     """Global ``trees`` as a forest; ``vote(leaves)`` gives each leaf's
-    (target, weight)."""
+    (target, weight).  Category-set splits become numeric splits of
+    columns appended to X (``CategoryColumns``)."""
     trees = np.asarray(trees, np.int64)
     nodes = np.flatnonzero(np.isin(paths.tree_of, trees))
     rank = np.searchsorted(trees, paths.tree_of[nodes])
@@ -89,8 +208,21 @@ def ir_forest(tab: Tables, paths: TreePaths, trees, vote) -> Forest:
     target = np.full(nodes.size, -1, np.int64)
     weight = np.zeros(nodes.size, np.float32)
     target[leaf], weight[leaf] = vote(nodes[leaf])
-    return Forest(rank, tab.tn_feature[nodes].astype(np.int64), tab.tn_threshold[nodes],
-                  tab.tn_missing_left[nodes].astype(np.int64), left, right, target, weight, nodes)
+    feature = tab.tn_feature[nodes].astype(np.int64)
+    threshold, missing_left = tab.tn_threshold[nodes], tab.tn_missing_left[nodes].astype(np.int64)
+    cats, col = CategoryColumns.of_nodes(tab, nodes, tab.feat_cost.shape[0])
+    if cats is not None:
+        cat = col >= 0
+        feature = np.where(cat, cats.n_features + col, feature)
+        threshold = np.where(cat, np.float32(0.5), threshold).astype(np.float32)
+        missing_left = np.where(cat, 0, missing_left)
+    return Forest(rank, feature, threshold, missing_left, left, right, target, weight, nodes, cats=cats)
+
+
+def forest_input(g: Graph, X, forest: Forest):
+    """What the forest's operator reads: X, with its category decisions'
+    columns after it when it has category-set splits."""
+    return X if forest.cats is None else forest.cats.append_to(g, X)
 
 
 def tree_walk(g: Graph, X, forest: Forest):
@@ -100,6 +232,7 @@ def tree_walk(g: Graph, X, forest: Forest):
     stays; a split reads its feature (GatherElements on X), goes left when
     x <= threshold or when x is NaN and missing values go left (the
     reference's rule), else right."""
+    X = forest_input(g, X, forest)
     n = forest.tree.size
     leaf = forest.feature < 0
     me = np.arange(n, dtype=np.int32)     # int32: onnxruntime's int64 ops run ~4x slower
@@ -125,6 +258,7 @@ def tree_walk(g: Graph, X, forest: Forest):
 def tree_ensemble(g: Graph, X, forest: Forest, n_targets: int, op: str):
     """Emit the forest, SUM-aggregated; returns the output name ([N, n_targets] float32).
     Not for ``op="gather"``: its callers read the leaves of ``tree_walk``."""
+    X = forest_input(g, X, forest)
     if op == "TreeEnsemble":
         if forest.extra is not None:
             raise ValueError("TreeEnsemble (ai.onnx.ml opset 5) gives a leaf one target")
