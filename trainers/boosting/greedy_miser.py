@@ -97,10 +97,10 @@ def categorical_mask(spec, n_features, names=None, frame=None) -> np.ndarray | N
         if names is None:
             raise ValueError("categorical_features: feature names need a DataFrame or feature_names")
         pos = {str(n): i for i, n in enumerate(names)}
-        unknown = [v for v in arr if v not in pos]
+        unknown = [str(v) for v in arr if v not in pos]
         if unknown:
             raise ValueError(f"categorical_features: unknown feature name {unknown[0]!r}")
-        mask[[pos[v] for v in arr]] = True
+        mask[[pos[str(v)] for v in arr]] = True
         return mask
     raise ValueError(f"categorical_features: expected bools, ints or strs, got {arr.dtype}")
 
@@ -266,16 +266,14 @@ class _GreedyMiserMixin:
         cats = getattr(self, "_pandas_categories", None)
         if not cats or not _is_frame(X):
             return X
-        import pandas as pd
+        import pandas as pd  # only a DataFrame gets here
         X = X.copy()
         for c, known in cats.items():
             if c not in X.columns:
                 continue
             col = X[c]
-            codes = pd.Categorical(col, categories=known).codes.astype(np.float32)
-            missing = np.asarray(col.isna())
-            codes[(codes < 0) & ~missing] = -1.0
-            codes[missing] = np.nan
+            codes = pd.Index(known).get_indexer(col.astype(object)).astype(np.float32)   # -1: unknown
+            codes[np.asarray(col.isna())] = np.nan
             X[c] = codes
         return X
 

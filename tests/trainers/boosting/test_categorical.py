@@ -1,0 +1,210 @@
+"""Category-set splits of the histogram booster (issue #34): the search,
+the ways ``categorical_features`` is given, pandas ``category`` columns,
+the IR export and the routing rule for values that are not known codes."""
+import json
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+
+from skinflint import ir
+from skinflint.runtimes.reference import ReferenceRuntime
+from skinflint.trainers import GreedyMiserClassifier, GreedyMiserRegressor
+from skinflint.trainers.boosting.booster import BinnedData, boost, set_arrays
+from skinflint.trainers.boosting.grower import CategoryOptions
+from skinflint.trainers.boosting.losses import make_loss
+from skinflint.trainers.boosting.predictor import predict_raw_sets
+
+HIDDEN = [3, 17, 42]
+
+
+def hidden_set_data(n=20_000, n_cat=60, seed=0):
+    """y = 1 iff the category is 3, 17 or 42: no threshold on the code
+    separates the classes, one set split does."""
+    rng = np.random.default_rng(seed)
+    c = rng.integers(0, n_cat, n)
+    noise = rng.normal(size=n)
+    X = np.c_[c, noise].astype(np.float32)
+    return X, np.isin(c, HIDDEN).astype(int)
+
+
+def stump(**kw):
+    params = dict(n_estimators=1, max_depth=1, learning_rate=1.0, verbose=0, random_state=0)
+    params.update(kw)
+    return GreedyMiserClassifier(**params)
+
+
+def root_codes(model):
+    bank = model.model_.nodes[0]
+    assert bank.categories is not None, "the root split is numeric"
+    return bank.categories.codes(int(bank.roots[0])).tolist()
+
+
+def test_one_set_split_separates_what_no_threshold_can():
+    X, y = hidden_set_data()
+    cat = stump(categorical_features=[0]).fit(X, y)
+    assert root_codes(cat) == HIDDEN
+    assert cat.score(X, y) == 1.0
+    # the control: a numeric stump on the same codes cannot: each side of any threshold holds at most
+    # 2 of the 3 positive categories among >= 15 others, so both leaves predict 0 (accuracy about 0.95)
+    num = stump().fit(X, y)
+    assert num.model_.nodes[0].categories is None
+    assert num.score(X, y) < 0.97
+
+
+@pytest.mark.parametrize("spec", [[True, False], np.array([0]), ["code"], "names-from-frame"])
+def test_every_form_of_categorical_features_gives_the_same_trees(spec):
+    pd = pytest.importorskip("pandas")
+    X, y = hidden_set_data(6000)
+    ref = stump(categorical_features=[0], min_data_per_group=10).fit(X, y)
+    if spec == "names-from-frame":
+        frame = pd.DataFrame({"code": X[:, 0], "noise": X[:, 1]})
+        m = stump(categorical_features=["code"], min_data_per_group=10).fit(frame, y)
+    else:
+        m = stump(categorical_features=spec, feature_names=["code", "noise"], min_data_per_group=10).fit(X, y)
+    assert root_codes(m) == root_codes(ref) == HIDDEN
+    assert m.is_categorical_.tolist() == [True, False]
+    a, b = json.loads(ir.to_json(m.model_)), json.loads(ir.to_json(ref.model_))
+    assert a["nodes"] == b["nodes"]
+
+
+def test_from_dtype_reads_pandas_category_columns():
+    pd = pytest.importorskip("pandas")
+    X, y = hidden_set_data(6000)
+    names = np.array([f"k{i:02d}" for i in range(60)])
+    frame = pd.DataFrame({"kind": pd.Categorical(names[X[:, 0].astype(int)], categories=list(names)),
+                          "noise": X[:, 1]})
+    m = stump(categorical_features="from_dtype", min_data_per_group=10).fit(frame, y)
+    assert m.is_categorical_.tolist() == [True, False]
+    # the categories' order in the dtype is their code: k03, k17, k42 are codes 3, 17, 42
+    assert root_codes(m) == HIDDEN
+    assert m.score(frame, y) == 1.0
+    # a frame whose dtype lists the categories in another order is encoded with the training order
+    shuffled = frame.copy()
+    shuffled["kind"] = pd.Categorical(frame["kind"].astype(str), categories=list(names[::-1]))
+    np.testing.assert_array_equal(m.decision_function(shuffled), m.decision_function(frame))
+    # an unseen category and a missing one go right, as the categories outside the set do
+    odd = pd.DataFrame({"kind": pd.Categorical(["never-seen", None, "k05", "k03"]), "noise": np.zeros(4)})
+    d = m.decision_function(odd)
+    assert d[0] == d[1] == d[2] != d[3]
+    # without a frame "from_dtype" finds no categorical feature: the numeric model
+    plain = stump(categorical_features="from_dtype", min_data_per_group=10).fit(X, y)
+    assert plain.model_.nodes[0].categories is None
+
+
+@pytest.mark.parametrize("spec, message", [
+    ("everything", "categorical_features: expected None, 'from_dtype'"),
+    ([True], "a bool mask needs 2 entries"),
+    ([2], r"indices must lie in \[0, 2\)"),
+    (["nope"], "unknown feature name 'nope'"),
+])
+def test_bad_categorical_features_are_one_line_errors(spec, message):
+    X, y = hidden_set_data(500)
+    with pytest.raises(ValueError, match=message):
+        stump(categorical_features=spec, feature_names=["code", "noise"]).fit(X, y)
+
+
+def test_ir_round_trip_and_reference_runtime_equal_the_trainer():
+    X, y = hidden_set_data(8000, n_cat=300, seed=1)   # 300 categories: 46 of them in the "other" bin
+    rng = np.random.default_rng(2)
+    y = np.where(rng.random(len(y)) < 0.1, 1 - y, y)   # label noise: many trees, many set splits
+    m = GreedyMiserClassifier(n_estimators=20, max_depth=3, categorical_features=[0], verbose=0,
+                              min_data_per_group=20, random_state=0).fit(X, y)
+    bank = m.model_.nodes[0]
+    assert bank.categories.is_categorical.sum() >= 20
+    text = ir.to_json(m.model_)
+    back = ir.from_json(text)
+    assert ir.to_json(back) == text
+    Xt, _ = hidden_set_data(3000, n_cat=400, seed=3)   # codes 300..399 were never seen
+    Xt[::7, 0] = np.nan
+    Xt[1::7, 0] = -2.0
+    Xt[2::7, 0] += 0.5
+    runtime = ReferenceRuntime(back).predict(Xt).scores[:, 0]
+    # the trainer's own predictor (staged_decision_function walks the trees in numba, in float32 as the VM)
+    *_, trainer = m.staged_decision_function(Xt)
+    np.testing.assert_array_equal(runtime, trainer)
+    np.testing.assert_array_equal(m.decision_function(Xt), trainer)
+
+
+def test_values_that_are_not_known_codes_go_right():
+    """The rule (docs: other_left False): NaN, negative, non-integer,
+    unseen and rarer-than-kept codes all take the right branch, where the
+    categories outside the set go."""
+    X, y = hidden_set_data()
+    m = stump(categorical_features=[0]).fit(X, y)
+    bank = m.model_.nodes[0]
+    r = int(bank.roots[0])
+    assert not bank.missing_left[r] and not bank.categories.other_left[r]
+    probe = np.array([[np.nan, 0], [-3.0, 0], [3.5, 0], [17.0001, 0], [1e6, 0], [95.0, 0], [3e38, 0],
+                      [5.0, 0], [3.0, 0]], np.float32)
+    d = m.decision_function(probe)
+    outside, inside = d[-2], d[-1]
+    assert inside != outside
+    assert np.all(d[:-2] == outside), d
+
+
+def test_rare_categories_in_the_other_bin_train_and_export_alike():
+    """With max_bins=8 only the 7 most frequent codes get a bin; the rest,
+    NaN and negative values share the other / missing bins and go right.
+    The booster's training scores (from the binned rows) equal the
+    exported trees walked on the raw values, bit for bit, also with row
+    subsampling (rows outside the sample walk the binned tree)."""
+    rng = np.random.default_rng(5)
+    n = 4000
+    c = rng.zipf(1.6, n).astype(np.float32) - 1       # skewed: a few frequent codes, a long tail
+    c[rng.random(n) < 0.05] = np.nan
+    c[rng.random(n) < 0.03] = -1.0
+    X = np.c_[c, rng.normal(size=n)].astype(np.float32)
+    y = ((np.nan_to_num(c, nan=7) % 3 == 0) ^ (X[:, 1] > 1)).astype(np.float64)
+    data = BinnedData.from_X(X, 8, categorical=np.array([True, False]))
+    assert data.n_bins[0] == 8
+    opts = CategoryOptions(np.array([True, False]), min_data_per_group=5, max_cat_to_onehot=1)
+    res = boost(data, make_loss("logistic"), y, 10, max_depth=3, subsample=0.7,
+                rng=np.random.default_rng(0), categories=opts)
+    raw = np.full(n, make_loss("logistic").initial_scores(y, np.ones(n))[0])
+    n_sets = 0
+    for (t,) in res.rounds:
+        assert "category_sets" in t
+        n_sets += sum(s is not None for s in t["category_sets"])
+        predict_raw_sets(X, t["feature"], t["threshold"], t["left"], t["right"], t["missing_left"],
+                         *set_arrays(t["category_sets"]), t["other_left"], t["value"].astype(np.float64), raw)
+    assert n_sets >= 10
+    np.testing.assert_array_equal(raw, res.raw[:, 0])
+
+
+def test_one_hot_for_few_categories():
+    rng = np.random.default_rng(0)
+    c = rng.integers(0, 3, 3000)
+    y = (c == 1).astype(int)
+    X = c[:, None].astype(np.float32)
+    m = stump(categorical_features=[0], max_cat_to_onehot=4).fit(X, y)
+    assert root_codes(m) == [1]
+
+
+def test_a_set_split_charges_its_feature_once():
+    X, y = hidden_set_data(6000)
+    m = GreedyMiserClassifier(n_estimators=5, max_depth=2, categorical_features=[0], min_data_per_group=10,
+                              feature_costs=[7.0, 100.0], cost_tradeoff=0.01, verbose=0).fit(X, y)
+    assert m.model_.features_used() == [0]
+    np.testing.assert_array_equal(m.cost(X[:50]), np.full(50, 7.0))
+
+
+def test_regressor_and_sklearn_clone():
+    X, y = hidden_set_data(6000)
+    r = GreedyMiserRegressor(n_estimators=3, max_depth=1, learning_rate=1.0, categorical_features=[0],
+                             min_data_per_group=10, cat_l2=0.0, verbose=0).fit(X, y.astype(float))
+    assert root_codes(r) == HIDDEN
+    est = GreedyMiserClassifier(categorical_features=["code"], cat_smooth=5.0, max_cat_threshold=8)
+    twin = clone(est)
+    assert twin.get_params() == est.get_params()
+    assert twin.get_params()["categorical_features"] == ["code"]
+    assert twin.set_params(cat_l2=1.0).cat_l2 == 1.0
+
+
+def test_defaults_leave_the_metadata_as_before():
+    X, y = hidden_set_data(500)
+    params = stump().fit(X, y).model_.metadata["params"]
+    assert not {"categorical_features", "cat_l2", "cat_smooth", "max_cat_threshold", "min_data_per_group",
+                "max_cat_to_onehot"} & set(params)
+    with_cat = stump(categorical_features=[0]).fit(X, y).model_.metadata["params"]
+    assert with_cat["categorical_features"] == [0]
