@@ -14,11 +14,26 @@ import jinja2
 import numpy as np
 
 from ..ir import numerics
-from ..ir.codes import C_DEFINES, KIND_CASCADE, KIND_CTREE, KIND_KERNEL, KIND_LINEAR, KIND_TREES
+from ..ir.codes import (
+    C_DEFINES,
+    CATEGORY_RULES,
+    KIND_CASCADE,
+    KIND_CTREE,
+    KIND_KERNEL,
+    KIND_LINEAR,
+    KIND_TREES,
+    MAX_CATEGORY_WORDS,
+)
 from ..ir.costs import static_cost
 from ..ir.json_io import model_hash
 from ..ir.lowering import lower
 from . import package_version
+
+# The most uint32 words one category set may take on a Cortex-M target: 16 KiB
+# (codes below 2**17), a sixteenth of the 256 KiB flash of the smallest board
+# skinflint ships a link script for (micro:bit), so a model with a few such sets
+# still fits beside the code and the other tables.
+CORTEX_M_CATEGORY_WORDS = 1 << 12
 
 # The flags every build of generated code uses: C99, no contraction into FMA.
 C_FLAGS = ["-std=c99", "-ffp-contract=off"]
@@ -98,6 +113,10 @@ def _signatures(prefix, score_t="float") -> dict:
 
 def _c_ints(a) -> str:
     return ", ".join(str(int(v)) for v in np.asarray(a).ravel())
+
+
+def _c_hex32(a) -> str:
+    return ", ".join(f"0x{int(v):08x}u" for v in np.asarray(a, np.uint32).ravel())
 
 
 def _c_string(s: str) -> str:
@@ -234,17 +253,79 @@ def feature_macros(names, prefix) -> list[tuple[str, int]]:
     return out
 
 
+def check_category_words(model, max_words) -> None:
+    """Refuse a category set of more than ``max_words`` uint32 words, naming
+    its trees node, tree and node.  The generated C keeps every set as a
+    ``static const`` array (flash on a microcontroller), so one set of W
+    words takes 4 W bytes there; the IR's own limit (``MAX_CATEGORY_WORDS``,
+    codes below 2**24) holds everywhere."""
+    for nd in model.nodes:
+        cs = getattr(nd, "categories", None)
+        if cs is None or int(cs.words.max()) <= max_words:
+            continue
+        m = int(np.argmax(cs.words > max_words))
+        tree = _tree_of(nd, m)
+        raise ValueError(f"trees node {nd.name!r}, tree {tree} (bank node {m}): its category set has "
+                         f"{int(cs.words[m])} words ({4 * int(cs.words[m])} bytes, codes below "
+                         f"{32 * int(cs.words[m])}), over the limit of {max_words} words "
+                         f"(max_category_words); re-encode the feature's categories as small codes")
+
+
+def _tree_of(bank, m) -> int:
+    """The tree of ``bank`` that holds node ``m`` (for error messages)."""
+    for t, r in enumerate(bank.roots.tolist()):
+        stack = [r]
+        while stack:
+            n = stack.pop()
+            if n == m:
+                return t
+            if bank.left[n] >= 0:
+                stack += [int(bank.left[n]), int(bank.right[n])]
+    return -1
+
+
+def category_walk(t, lay) -> dict:
+    """The category-set splits laid out for the C walk (docs/c.md), or {}
+    when every split is numeric (the generated C then has no trace of
+    them).  ``tn_cat`` covers the upper slots of ``tree_layout``: 0 for a
+    numeric split or a leaf, 1 + k for categorical split k, whose set is
+    ``cat_words[k]`` words of ``cat_bits`` from ``cat_begin[k]``, whose
+    rule is ``cat_rule[k]`` and whose other values go left when
+    ``cat_other[k]`` (the lowered ``tn_cat``, ``tn_cat_words``,
+    ``tn_cat_rule``, ``tn_other_left``)."""
+    up = lay["order"][:lay["n_upper"]]
+    is_cat = t.tn_cat_words[up] > 0
+    if not np.any(is_cat):
+        return {}
+    nodes = up[is_cat]
+    idx = np.where(is_cat, np.cumsum(is_cat), 0)
+    begin, words = t.tn_cat[nodes].astype(np.int64), t.tn_cat_words[nodes].astype(np.int64)
+    rules = {code: f"CAT_{name.upper()}" for name, code in CATEGORY_RULES.items()}
+    used = np.unique(t.tn_cat_rule[nodes])
+    return dict(idx=_c_ints(idx), idx_t=uint_type(int(idx.max())), begin=_c_ints(begin),
+                begin_t=uint_type(max(int(begin.max()), 1)), words=_c_ints(words),
+                words_t=uint_type(int(words.max())), rule=_c_ints(t.tn_cat_rule[nodes]),
+                # one rule for every split (the usual case: one bank, one source library) is a constant
+                one_rule=rules[int(used[0])] if used.shape[0] == 1 else "",
+                other=_c_ints(t.tn_other_left[nodes]), bits=_c_hex32(t.cat_bits),
+                n=int(nodes.shape[0]), n_words=int(t.cat_bits.shape[0]),
+                rules=[(name, code) for code, name in rules.items()])
+
+
 def _block_rows(n_features) -> int:
     """Rows per block of the batch walk: 16, fewer when the block's copy of
     its rows (float32 values, paid flags) would pass 16 KB of stack."""
     return int(max(1, min(16, 16384 // (5 * (n_features + 1)))))
 
 
-def render(model, prefix="model", *, tables=None) -> dict[str, str]:
+def render(model, prefix="model", *, tables=None, max_category_words=MAX_CATEGORY_WORDS) -> dict[str, str]:
     """The generated sources as {file name: text}.  ``tables``:
-    ``ir.lowering.lower(model)`` when the caller has it already."""
+    ``ir.lowering.lower(model)`` when the caller has it already.
+    ``max_category_words``: the most uint32 words one category set may
+    take (``check_category_words``); a smaller one suits a small flash."""
     if not _IDENT.match(prefix):
         raise ValueError(f"prefix {prefix!r} must be a C identifier")
+    check_category_words(model, max_category_words)
     t = lower(model) if tables is None else tables
     kinds = set(t.node_kind.tolist())
     task = model.task
@@ -272,7 +353,7 @@ def render(model, prefix="model", *, tables=None) -> dict[str, str]:
                     tail_t=uint_type(max(int(lay["tail"].max()), 1)),
                     fm_t=uint_type(2 * F + 1), off_t=uint_type(max(int(off.max()), 1)),
                     depth_t=uint_type(max(int(lay["depth"].max()), 1)),
-                    tree_cost_zero=not bool(np.any(t.tree_cost)))
+                    tree_cost_zero=not bool(np.any(t.tree_cost)), cat=category_walk(t, lay))
         if not inline:
             walk.update(leaf_value=_c_floats(t.leaf_value[lay["value"]]),
                         leaf_value64=_c_doubles(t.leaf_value64[lay["value"]]) if np.any(t.node_f64) else "")
@@ -315,13 +396,19 @@ def render(model, prefix="model", *, tables=None) -> dict[str, str]:
     }
 
 
-def compile_c(model, out_dir, *, prefix="model", precision="float32") -> dict[str, str]:
-    """Write the sources to ``out_dir``; returns {file name: path}."""
+def compile_c(model, out_dir, *, prefix="model", precision="float32",
+              max_category_words=MAX_CATEGORY_WORDS) -> dict[str, str]:
+    """Write the sources to ``out_dir``; returns {file name: path}.
+    ``max_category_words``: the most uint32 words (4 bytes each, in flash
+    on a microcontroller) one category set may take; a larger set is a
+    ValueError naming its node (``check_category_words``).  The default is
+    the IR's limit (2**19 words: codes below 2**24); ``CORTEX_M_CATEGORY_WORDS``
+    fits the smallest board skinflint ships."""
     if precision != "float32":
         raise ValueError(f"precision {precision!r} is not supported: the numeric contract is float32")
     os.makedirs(out_dir, exist_ok=True)
     paths = {}
-    for name, text in render(model, prefix).items():
+    for name, text in render(model, prefix, max_category_words=max_category_words).items():
         path = os.path.join(out_dir, name)
         with open(path, "w") as fh:
             fh.write(text)

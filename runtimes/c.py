@@ -23,7 +23,7 @@ import tempfile
 
 import numpy as np
 
-from ..compilers.c import C_FLAGS, render
+from ..compilers.c import C_FLAGS, MAX_CATEGORY_WORDS, render
 from .c_targets import TARGETS, prediction, run_on_target
 from .prediction import Prediction, as_budget, as_features
 
@@ -87,7 +87,9 @@ class CRuntime:
             raise ValueError("api='rows' runs on the host only (a target's dense run is the batch walk)")
         self.model, self.api, self.target = model, api, target
         self.name = {"dense": "c", "lazy": "c-lazy", "rows": "c-rows"}[api] + (f"@{target}" if target else "")
-        self.sources = render(model, PREFIX, tables=tables)
+        # a target's own limit on category sets (a microcontroller's flash)
+        limit = TARGETS[target].max_category_words if target in TARGETS else MAX_CATEGORY_WORDS
+        self.sources = render(model, PREFIX, tables=tables, max_category_words=limit)
         self._P = model.task.n_proba
         # a float64 output bank returns double scores (docs/numerics.md)
         self._score_dtype = np.float64 if model.output_is_float64 else np.float32

@@ -21,7 +21,7 @@ from importlib import resources
 
 import numpy as np
 
-from ..compilers.c import C_FLAGS, _env, render
+from ..compilers.c import C_FLAGS, CORTEX_M_CATEGORY_WORDS, MAX_CATEGORY_WORDS, _env, render
 from .prediction import Prediction, as_budget, as_features
 
 
@@ -52,6 +52,8 @@ class Target:
     run: list                 # command prefix; the program path is appended
     needs: list = field(default_factory=list)   # executables that must exist
     bare_metal: str = ""      # examples/embedded board name, if any
+    # the most uint32 words one category set may take (compilers.c.compile_c)
+    max_category_words: int = MAX_CATEGORY_WORDS
 
 
 TARGETS = {
@@ -68,12 +70,12 @@ TARGETS = {
                          ["-O2", "-mcpu=cortex-m4", "-mthumb", "-mfloat-abi=hard", "-mfpu=fpv4-sp-d16"],
                          ["qemu-system-arm", "-M", "mps2-an386", "-nographic", "-semihosting",
                           "-monitor", "none", "-serial", "none", "-kernel"],
-                         ["qemu-system-arm"], "mps2-an386"),
+                         ["qemu-system-arm"], "mps2-an386", CORTEX_M_CATEGORY_WORDS),
     "cortex-m0": Target("cortex-m0", "arm-none-eabi-gcc",
                         ["-O2", "-mcpu=cortex-m0", "-mthumb", "-mfloat-abi=soft"],
                         ["qemu-system-arm", "-M", "microbit", "-nographic", "-semihosting",
                          "-monitor", "none", "-serial", "none", "-kernel"],
-                        ["qemu-system-arm"], "microbit"),
+                        ["qemu-system-arm"], "microbit", CORTEX_M_CATEGORY_WORDS),
 }
 
 
@@ -96,7 +98,7 @@ def build_program(model, X, budgets, target: Target, work_dir, sources=None) -> 
     C (``sources``: ``compilers.c.render(model, "sfm")``, rendered here if
     not given) and ``X`` with its ``budgets`` embedded.  Returns the
     executable's path."""
-    sources = sources or render(model, "sfm")
+    sources = sources or render(model, "sfm", max_category_words=target.max_category_words)
     for name in ("sfm.c", "sfm.h"):
         with open(os.path.join(work_dir, name), "w") as fh:
             fh.write(sources[name])
@@ -173,7 +175,7 @@ def run_on_target(model, X, budgets=None, target="aarch64", timeout=120, sources
         raise RuntimeError(why)
     X = as_features(X, model.n_features, model.feature_names)
     b = as_budget(budgets, len(X))
-    sources = sources or render(model, "sfm")
+    sources = sources or render(model, "sfm", max_category_words=t.max_category_words)
     key = hashlib.sha256(b"\0".join([target.encode(), sources["sfm.c"].encode(), X.tobytes(),
                                       b.tobytes()])).hexdigest()
     if key in _last_run:
