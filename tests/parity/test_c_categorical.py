@@ -15,6 +15,7 @@ from skinflint.compilers.c import C_FLAGS, CORTEX_M_CATEGORY_WORDS, STRICT_WARNI
 from skinflint.runtimes.c import CRuntime
 from skinflint.runtimes.c_targets import run_fuzzer, target_available
 from skinflint.runtimes.reference import predict
+from skinflint.verify import verify
 
 RULES = ["truncate", "truncate_nonnegative", "integer"]
 N_CAT, N_NUM = 3, 2          # features 0..2 hold categories, 3..4 numbers
@@ -149,16 +150,19 @@ def test_categorical_splits_match_the_reference(rule, precision, K, seed):
     assert (ref.stage < m.nodes[0].n_trees - 1).any() and (ref.stage == m.nodes[0].n_trees - 1).any()
     src = render(m, "sfm")["sfm.c"]
     assert "static const uint32_t cat_bits[]" in src and "malloc" not in src
-    lazy = CRuntime(m, api="lazy")
-    for name, rt in (("batch", CRuntime(m)), ("batch-Os", CRuntime(m, opt="-Os")),
-                     ("rows", CRuntime(m, api="rows")), ("lazy", lazy)):
+    runtimes = {"batch": CRuntime(m), "batch-Os": CRuntime(m, opt="-Os"), "rows": CRuntime(m, api="rows"),
+                "lazy": CRuntime(m, api="lazy")}
+    for name, rt in runtimes.items():
         _same(rt.predict(X, budget=b), ref, name)
         # NaN-free blocks take the batch walk's other step (no missing test)
         clean = np.where(np.isnan(X), np.float32(7), X)
         _same(rt.predict(clean, budget=b), predict(m, clean, b), name + " (no NaN)")
     # on demand, each feature a row pays for is fetched once, and no other
-    got = lazy.predict(X, budget=b)
+    got = runtimes["lazy"].predict(X, budget=b)
     np.testing.assert_array_equal(got.fetches, got.features_used.sum(1))
+    # and verify's own rows (every code of each set, members +- 0.5) with budgets at and just below each cost
+    report = verify(m, runtimes=list(runtimes.values()), max_rows=600)
+    assert report.ok, report.table()
 
 
 def _two_rules():
