@@ -36,6 +36,9 @@ TARGETS = {"onnxruntime-1.16": "TreeEnsembleRegressor", "onnxruntime-1.24": "Tre
            "no-ml-ops": "gather"}
 DEFAULT_TARGET = "onnxruntime-1.16"
 MAX_EXACT = 1 << 24     # votes travel as float32: integers below 2^24 are exact
+# category sets up to this many bytes unpacked (one byte per code) are read
+# with one Gather, larger ones as the IR's uint32 words (CategoryColumns)
+MEMBER_TABLE_BYTES = 1 << 24
 
 
 @dataclass
@@ -98,19 +101,21 @@ class CategoryColumns:
     reference's ``category_left`` (runtimes/_vm.py): left iff
     ``missing_left[k]`` when x is NaN; when x is a code of the rule below
     ``32 * words[k]`` (rule 0 "truncate": x > -1, 1 "truncate_nonnegative":
-    x >= 0, 2 "integer": x >= 0 and x == trunc(x); code trunc(x)), left iff
-    ``member[offset[k] + trunc(x)]``; else left iff ``other_left[k]``.
-    ``member`` holds one bool per (decision, code below 32 * words):
-    the IR's bit sets unpacked, so a row's membership is one Gather."""
+    x >= 0, 2 "integer": x >= 0 and x == trunc(x); code c = trunc(x)), left
+    iff c is in its set, the ``words[k]`` uint32 words of ``bits`` from
+    ``begin[k]`` (least significant bit first, as the IR's); else left iff
+    ``other_left[k]``."""
 
     n_features: int
     feature: np.ndarray       # [K] int64
     rule: np.ndarray          # [K] int64: CAT_TRUNCATE / CAT_TRUNCATE_NONNEGATIVE / CAT_INTEGER
     words: np.ndarray         # [K] int64
-    offset: np.ndarray        # [K] int64: where decision k's codes start in ``member``
-    member: np.ndarray        # [sum 32 words] bool
+    begin: np.ndarray         # [K] int64: decision k's first word in ``bits``
+    bits: np.ndarray          # [sum words] uint32
     missing_left: np.ndarray  # [K] bool
     other_left: np.ndarray    # [K] bool
+
+    FIELDS = ("n_features", "feature", "rule", "words", "begin", "bits", "missing_left", "other_left")
 
     @staticmethod
     def of_nodes(tab: Tables, nodes, n_features):
@@ -121,27 +126,26 @@ class CategoryColumns:
         cat = np.zeros(0, np.int64) if begin is None else np.flatnonzero(begin[nodes] >= 0)
         if not cat.size:
             return None, col
-        decisions, members = {}, []
+        decisions, sets = {}, []
         for i in cat:
             m = nodes[i]
             b, w = int(tab.tn_cat[m]), int(tab.tn_cat_words[m])
-            bits = np.asarray(tab.cat_bits[b:b + w], "<u4")
+            bits = np.asarray(tab.cat_bits[b:b + w], np.uint32)
             key = (int(tab.tn_feature[m]), int(tab.tn_cat_rule[m]), bool(tab.tn_missing_left[m]),
                    bool(tab.tn_other_left[m]), bits.tobytes())
             if key not in decisions:
                 decisions[key] = len(decisions)
-                members.append(np.unpackbits(bits.view(np.uint8), bitorder="little").astype(bool))
+                sets.append(bits)
             col[i] = decisions[key]
         keys = list(decisions)
-        sizes = np.array([len(a) for a in members], np.int64)
+        words = np.array([len(a) for a in sets], np.int64)
         return CategoryColumns(
             int(n_features), np.array([k[0] for k in keys], np.int64), np.array([k[1] for k in keys], np.int64),
-            sizes // 32, np.r_[0, np.cumsum(sizes)[:-1]].astype(np.int64), np.concatenate(members),
+            words, np.cumsum(words) - words, np.concatenate(sets),
             np.array([k[2] for k in keys], bool), np.array([k[3] for k in keys], bool)), col
 
     def same(self, other):
-        return all(np.array_equal(getattr(self, f), getattr(other, f)) for f in (
-            "n_features", "feature", "rule", "words", "offset", "member", "missing_left", "other_left"))
+        return all(np.array_equal(getattr(self, f), getattr(other, f)) for f in self.FIELDS)
 
     def join(self, other):
         """These columns, then ``other``'s (its decision k becomes K + k)."""
@@ -149,15 +153,17 @@ class CategoryColumns:
             raise ValueError("forests over different numbers of features cannot be joined")
         return CategoryColumns(
             self.n_features, np.r_[self.feature, other.feature], np.r_[self.rule, other.rule],
-            np.r_[self.words, other.words], np.r_[self.offset, self.member.size + other.offset],
-            np.r_[self.member, other.member], np.r_[self.missing_left, other.missing_left],
+            np.r_[self.words, other.words], np.r_[self.begin, self.bits.size + other.begin],
+            np.r_[self.bits, other.bits], np.r_[self.missing_left, other.missing_left],
             np.r_[self.other_left, other.other_left])
 
     def append_to(self, g: Graph, X):
         """X [N, F] float32 with the K decision columns after it, [N, F + K]:
         per decision, the rule's range test, the code (Cast to int32
-        truncates toward zero, as C), the integer test, one Gather into
-        ``member``, then Where over the NaN and non-code directions."""
+        truncates toward zero, as C), the integer test, the set's bit
+        (``_right_of_code``), then Where over the non-code and NaN
+        directions.  Only standard ai.onnx ops: ai.onnx.ml's
+        ``BRANCH_MEMBER`` exists only in opset 5 (onnxruntime >= 1.24)."""
         K = self.feature.size
         with g.scope("categories"):
             x = g.op("Gather", X, g.const(self.feature), axis=1)                  # [N, K]
@@ -183,12 +189,30 @@ class CategoryColumns:
                     whole = g.op("Or", whole, g.const((self.rule != CAT_INTEGER)[None]))
                 ok = g.op("And", ok, whole)
             # 1 where the row goes right: uint8, which Where takes (bool it does not)
-            right = g.op("Gather", g.const((~self.member).astype(np.uint8)),
-                         g.op("Add", code, g.const(self.offset.astype(np.int32)[None])))
-            right = g.where(ok, right, g.const((~self.other_left).astype(np.uint8)[None]))
+            right = g.where(ok, self._right_of_code(g, safe, code), g.const((~self.other_left).astype(np.uint8)[None]))
             right = g.where(g.op("IsNaN", x), g.const((~self.missing_left).astype(np.uint8)[None]), right)
             right = g.cast(right, TensorProto.FLOAT)
             return g.op("Concat", X, right, axis=1)
+
+    def _right_of_code(self, g: Graph, safe, code):
+        """[N, K] uint8: 1 where code (int32, < 32 words[k]; ``safe`` is the
+        float32 it truncates) is not in decision k's set.  Up to
+        ``MEMBER_TABLE_BYTES``, one Gather from the sets unpacked, one byte
+        per (decision, code): 32 bytes per word, 8 times the IR's bits, and
+        no bit ops on [N, K].  Past it, the IR's words: the word
+        trunc(x / 32) (x / 32 is exact: a power of two), then BitShift and
+        BitwiseAnd on uint32, as the reference."""
+        K = self.feature.size
+        if 32 * self.bits.size <= MEMBER_TABLE_BYTES:
+            table = 1 - np.unpackbits(self.bits.astype("<u4").view(np.uint8), bitorder="little")
+            return g.op("Gather", g.const(table.astype(np.uint8)),
+                        g.op("Add", code, g.const((32 * self.begin).astype(np.int32)[None])))
+        word_at = g.cast(g.op("Div", safe, g.const(np.full((1, K), 32, np.float32))), TensorProto.INT32)
+        word = g.op("Gather", g.const(~self.bits.astype(np.uint32)),
+                    g.op("Add", word_at, g.const(self.begin.astype(np.int32)[None])))
+        shift = g.op("Sub", code, g.op("Mul", word_at, g.const(np.full((1, K), 32, np.int32))))
+        bit = g.op("BitShift", word, g.cast(shift, TensorProto.UINT32), direction="RIGHT")
+        return g.cast(g.op("BitwiseAnd", bit, g.const(np.ones((1, K), np.uint32))), TensorProto.UINT8)
 
 
 def ir_forest(tab: Tables, paths: TreePaths, trees, vote) -> Forest:

@@ -8,14 +8,16 @@ onnxruntime only) runs the graphs there.  The graphs, rows and budgets are
 written here, in the main environment, and the outputs are compared here,
 with the parity harness's own comparison (``skinflint.verify.compare``):
 
-* graphs: every example model and the golden models of
+* graphs: every example model, the golden models of
   tests/compilers/golden (every node kind, groups, tree costs, kernels,
-  classifier trees), exact, for each target ("onnxruntime-1.16", the
+  classifier trees) and the category-set models of
+  tests/parity/test_onnx_categorical.py (every rule), exact, for each target ("onnxruntime-1.16", the
   default, and "no-ml-ops" must run everywhere; "onnxruntime-1.24" from
   1.24), the same in the latency schedule (``batch_hint=1``), and fast
   mode for tree-bank outputs;
 * rows: adversarial rows (every threshold exactly and one ulp either side,
-  NaN, +-inf), then one row, then zero rows;
+  NaN, +-inf; for category sets every code, negatives, non-integers, codes
+  past the sets' words), then one row, then zero rows;
 * budgets: +inf (no budget binds: the case that crashed 1.16-1.30), at and
   around each row's cost (``budgets_around``), and 0.
 
@@ -109,12 +111,14 @@ def build_cases(folder):
     from skinflint.verify import adversarial_rows, budgets_around
     from tests.conftest import example_paths
     golden = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "compilers", "golden")
+    from tests.parity.test_onnx_categorical import categorical_models, categorical_rows
     paths = example_paths() + sorted(os.path.join(golden, n) for n in os.listdir(golden) if n.endswith(".json"))
+    models = [(os.path.basename(p)[:-5], ir.load(p), adversarial_rows) for p in paths]
+    # category-set splits (issue 34): their decisions are standard ops before the tree operator
+    models += [(name, m, categorical_rows) for name, m in categorical_models().items()]
     cases, checks = [], {}
-    for path in paths:
-        name = os.path.basename(path)[:-5]
-        model = ir.load(path)
-        rows = adversarial_rows(model)
+    for name, model, rows_of in models:
+        rows = rows_of(model)
         if len(rows) > ROWS:
             rows = rows[np.sort(np.random.default_rng(0).choice(len(rows), ROWS, replace=False))]
         cost = predict(model, rows).cost
