@@ -188,9 +188,9 @@ def test_categorical_splits_inside_a_cascade():
 
 @pytest.mark.parametrize("cc", [cc for cc in ("gcc", "clang") if shutil.which(cc)])
 def test_categorical_c_compiles_cleanly_under_strict_warnings(cc, tmp_path):
-    for i, (rule, prec, K, seed) in enumerate(CASES):
+    for i, m in enumerate([_model(*case) for case in CASES] + [_two_rules()]):
         out = tmp_path / str(i)
-        compile_c(_model(rule, prec, K, seed), out)
+        compile_c(m, out)
         r = subprocess.run([cc, *C_FLAGS, *STRICT_WARNINGS, "-O2", "-c", "-o", str(out / "model.o"),
                             str(out / "model.c")], capture_output=True, text=True)
         assert r.returncode == 0, r.stderr
