@@ -75,17 +75,18 @@ def cost_parameters_doc(names: str):
 
 
 def bank_model(trees, costs: FeatureCosts, task, *, base_score, source: str, info: dict,
-               precision="float32", divisor=1.0):
+               precision="float32", divisor=1.0, category_rule="integer"):
     """One IR model whose output is one bank of the imported trees.
 
     ``trees`` are dicts of local arrays (``ir.concat_trees``'s input), in
     the order the source library adds them up.  ``precision="float64"``
     keeps the source's double leaves and base score and sums them in
     double, then divides by ``divisor`` (a forest's mean), as the source
-    does.
+    does.  ``category_rule``: which values the source reads as category
+    codes, for trees with category-set splits (``ir.CategorySplits``).
     """
     bank = builders.concat_trees(trees, base_score=base_score, name=source, precision=precision,
-                                 divisor=divisor)
+                                 divisor=divisor, category_rule=category_rule)
     meta = {"trainer": f"import:{source}", "importer_version": IMPORTER_VERSION,
             "format_version": nodes_version([bank]), "source": dict(info)}
     return builders.model(costs.features(), [bank], 0, task=task, groups=costs.ir_groups(), metadata=meta)

@@ -6,6 +6,8 @@ from .builders import (
                        anytime,
                        binary_task,
                        cascade,
+                       category_set,
+                       category_splits,
                        classifier_tree,
                        concat_trees,
                        every,
@@ -35,6 +37,7 @@ from .model import Feature, Group, Model, Task
 from .nodes import (
     AnytimeNode,
     CascadeNode,
+    CategorySplits,
     ClassifierTreeNode,
     KernelNode,
     LinearNode,
@@ -51,4 +54,5 @@ __all__ = [
     "cascade", "anytime", "classifier_tree", "model", "features_from_costs",
     "groups_from_costs", "regression_task", "binary_task", "multiclass_task",
     "feature_input", "tree_input", "node_input", "random_model", "query_exit", "proximity_gaps", "every",
+    "CategorySplits", "category_set", "category_splits",
 ]

@@ -118,6 +118,27 @@ def int_array(value, field, *, length=None, low=None, high=None) -> np.ndarray:
     return frozen(a)
 
 
+def uint32_array(value, field, *, length=None) -> np.ndarray:
+    """A read-only uint32 vector (a category set's words): integers in [0, 2**32)."""
+    raw = _as_flat_list(value, field)
+    if isinstance(raw, np.ndarray) and (raw.dtype.kind == "b" or raw.dtype.kind not in "iuf"):
+        raise IRError(f"{field}: wrong dtype {raw.dtype}, expected integers")
+    try:
+        a = np.asarray(raw, dtype=np.float64) if not (
+            isinstance(raw, np.ndarray) and raw.dtype.kind in "iu") else np.asarray(raw)
+    except (ValueError, TypeError, OverflowError) as e:
+        raise IRError(f"{field}: not an array of integers ({e})") from None
+    if length is not None and a.shape[0] != length:
+        raise IRError(f"{field}: expected {length} values, got {a.shape[0]}")
+    ok = (a >= 0) & (a <= 0xFFFFFFFF)
+    if a.dtype.kind == "f":
+        ok &= np.isfinite(a) & (a == np.floor(a))
+    if not np.all(ok):
+        i = int(np.flatnonzero(~ok)[0])
+        raise IRError(f"{field}[{i}]: {a[i]!r} is not an unsigned 32-bit integer")
+    return frozen(a.astype(np.uint32))
+
+
 def bool_array(value, field, *, length=None) -> np.ndarray:
     if isinstance(value, list) and all(isinstance(v, bool) for v in value):
         value = [int(v) for v in value]

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .arrays import bool_array, cost_array, float32_array, float64_array, frozen, int_array
+from .arrays import bool_array, cost_array, float32_array, float64_array, frozen, int_array, uint32_array
 from .errors import IRError
 from .model import Feature, Group, Model, Task
 from .nodes import (
@@ -21,8 +21,10 @@ from .nodes import (
     INPUT_NODE,
     INPUT_TREE,
     KERNELS,
+    MAX_CATEGORY_WORDS,
     AnytimeNode,
     CascadeNode,
+    CategorySplits,
     ClassifierTreeNode,
     KernelNode,
     LinearNode,
@@ -67,14 +69,46 @@ def _py(c):
     return c.item() if isinstance(c, np.generic) else c
 
 
+def category_set(codes) -> np.ndarray:
+    """The uint32 words of a category set (least significant bit first), as
+    ``CategorySplits.bits`` holds them: enough words for the largest code,
+    at least one."""
+    c = np.asarray(codes, np.int64).ravel()
+    if c.size and (c.min() < 0 or c.max() >= 32 * MAX_CATEGORY_WORDS):
+        raise IRError(f"category_set: codes must lie in [0, {32 * MAX_CATEGORY_WORDS}), "
+                      f"got {int(c.min())}..{int(c.max())}")
+    words = np.zeros(int(c.max()) // 32 + 1 if c.size else 1, np.uint32)
+    np.bitwise_or.at(words, c >> 5, (np.uint32(1) << (c & 31).astype(np.uint32)))
+    return words
+
+
+def category_splits(sets, other_left=None, *, rule="integer") -> CategorySplits | None:
+    """``CategorySplits`` from per-node sets: ``sets[m]`` is None (a numeric
+    node or a leaf) or the uint32 words of node m's left set
+    (``category_set``); ``other_left`` [M] defaults to False.  None when no
+    node has a set (the bank keeps its numeric-only form and bytes)."""
+    M = len(sets)
+    words = np.array([0 if s is None else len(s) for s in sets], np.int64)
+    if not np.any(words):
+        return None
+    begin = np.where(words > 0, np.cumsum(words) - words, -1)
+    parts = [np.asarray(s, np.uint32).ravel() for s in sets if s is not None]
+    ol = np.zeros(M, bool) if other_left is None else np.asarray(other_left, bool)
+    return CategorySplits(rule=rule, begin=int_array(begin, "category_begin", length=M, low=-1),
+                          words=int_array(words, "category_words", length=M, low=0),
+                          bits=uint32_array(np.concatenate(parts), "category_bits"),
+                          other_left=bool_array(ol, "other_left", length=M))
+
+
 def trees_from_arrays(feature, threshold, left, right, value, *, roots=None,
                       missing_left=None, tree_cost=None, base_score=None, name="",
-                      precision="float32", divisor=1.0) -> TreesNode:
+                      precision="float32", divisor=1.0, categories=None) -> TreesNode:
     """A tree bank from flat arrays.  ``value`` is [M] or [M, K]; ``roots``
     defaults to [0] (one tree).  ``missing_left`` defaults to True.
     ``precision="float64"`` keeps ``value`` and ``base_score`` as float64
     (summed in float64, then divided by ``divisor``); the default rounds
-    them to float32."""
+    them to float32.  ``categories``: the bank's ``CategorySplits``
+    (``category_splits``), None when every split is numeric."""
     if precision not in ("float32", "float64"):
         raise IRError(f"precision: unknown precision {precision!r}; expected 'float32' or 'float64'")
     floats = float64_array if precision == "float64" else float32_array
@@ -101,17 +135,22 @@ def trees_from_arrays(feature, threshold, left, right, value, *, roots=None,
                              "tree_cost", length=roots.shape[0]),
         base_score=floats(np.zeros(K) if base_score is None else np.atleast_1d(np.asarray(base_score, np.float64)),
                           "base_score", length=K),
-        name=name, precision=precision, divisor=float(divisor))
+        name=name, precision=precision, divisor=float(divisor), categories=categories)
     node.check(name or "trees")
     return node
 
 
 def concat_trees(trees: list[dict], *, tree_cost=None, base_score=None, name="",
-                 precision="float32", divisor=1.0) -> TreesNode:
+                 precision="float32", divisor=1.0, category_rule="integer") -> TreesNode:
     """A bank from per-tree dicts with local indices (feature, threshold,
     left, right, value[, missing_left]); children are re-based.
-    ``precision`` and ``divisor`` as ``trees_from_arrays``."""
+    ``precision`` and ``divisor`` as ``trees_from_arrays``.  A tree with
+    category-set splits also gives ``category_sets`` (per node None or the
+    words of its left set, ``category_set``) and optionally ``other_left``
+    [n]; ``category_rule`` names the bank's rule (``CategorySplits``)."""
     f, th, l, r, v, ml, roots = [], [], [], [], [], [], []
+    sets: list = []
+    other: list = []
     off = 0
     for t in trees:
         n = len(t["feature"])
@@ -124,11 +163,17 @@ def concat_trees(trees: list[dict], *, tree_cost=None, base_score=None, name="",
         vv = np.asarray(t["value"], np.float64)
         v.append(vv[:, None] if vv.ndim == 1 else vv)
         ml.append(np.asarray(t.get("missing_left", np.ones(n, bool))))
+        ts = t.get("category_sets")
+        if ts is not None and len(ts) != n:
+            raise IRError(f"trees[{len(roots) - 1}].category_sets: expected {n} entries, got {len(ts)}")
+        sets.extend([None] * n if ts is None else ts)
+        other.append(np.asarray(t.get("other_left", np.zeros(n, bool)), bool))
         off += n
     return trees_from_arrays(np.concatenate(f), np.concatenate(th), np.concatenate(l),
                              np.concatenate(r), np.concatenate(v), roots=roots,
                              missing_left=np.concatenate(ml), tree_cost=tree_cost,
-                             base_score=base_score, name=name, precision=precision, divisor=divisor)
+                             base_score=base_score, name=name, precision=precision, divisor=divisor,
+                             categories=category_splits(sets, np.concatenate(other), rule=category_rule))
 
 
 def feature_input(j):

@@ -10,7 +10,7 @@ import hashlib
 import json
 from typing import TYPE_CHECKING
 
-from .codes import FORMAT, FORMAT_VERSION_FLOAT64, FORMAT_VERSION_QUERY
+from .codes import FORMAT, FORMAT_VERSION_CATEGORICAL, FORMAT_VERSION_FLOAT64, FORMAT_VERSION_QUERY
 from .codes import FORMAT_VERSION as VERSION
 from .errors import IRError
 from .nodes import QueryExitNode, TreesNode
@@ -20,9 +20,11 @@ if TYPE_CHECKING:
 
 
 def nodes_version(nodes) -> int:
-    """The lowest format version that holds these nodes: 3 with a query-level
-    exit, 2 with a float64 tree bank, else 1 (so every model keeps the bytes
-    it always had)."""
+    """The lowest format version that holds these nodes: 4 with a category-set
+    split, 3 with a query-level exit, 2 with a float64 tree bank, else 1 (so
+    every model keeps the bytes it always had)."""
+    if any(isinstance(n, TreesNode) and n.has_categories for n in nodes):
+        return FORMAT_VERSION_CATEGORICAL
     if any(isinstance(n, QueryExitNode) for n in nodes):
         return FORMAT_VERSION_QUERY
     return FORMAT_VERSION_FLOAT64 if any(isinstance(n, TreesNode) and n.is_float64 for n in nodes) \

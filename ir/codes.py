@@ -17,7 +17,11 @@ FORMAT_VERSION_FLOAT64 = 2
 # written only by a model that has one, so every other model keeps its
 # version and bytes; files of versions 1 and 2 load unchanged.
 FORMAT_VERSION_QUERY = 3
-FORMAT_VERSIONS = (FORMAT_VERSION, FORMAT_VERSION_FLOAT64, FORMAT_VERSION_QUERY)
+# Version 4 adds category-set splits in tree banks (docs/ir.md, "Categorical
+# splits"): written only by a model with one, so every other model keeps its
+# version and bytes.
+FORMAT_VERSION_CATEGORICAL = 4
+FORMAT_VERSIONS = (FORMAT_VERSION, FORMAT_VERSION_FLOAT64, FORMAT_VERSION_QUERY, FORMAT_VERSION_CATEGORICAL)
 
 # Precisions of a ``trees`` node: its leaf values, base score and sum.
 PRECISIONS = ("float32", "float64")
@@ -46,6 +50,18 @@ EXIT_RULES = {"none": EXIT_NONE, "le": EXIT_LE, "ge": EXIT_GE, "abs_ge": EXIT_AB
 # ``keep`` (a multi-stage ranking cascade).
 QX_PROXIMITY, QX_CUTOFF = 0, 1
 QUERY_EXIT_RULES = {"proximity": QX_PROXIMITY, "cutoff": QX_CUTOFF}
+
+# Which float values a categorical split reads as category codes (one rule
+# per tree bank, the source library's): "truncate" (LightGBM: x > -1 is
+# category trunc(x)), "truncate_nonnegative" (XGBoost: x >= 0 is category
+# trunc(x)), "integer" (scikit-learn's encoder, skinflint's booster: x >= 0
+# with x == trunc(x) is category x).  Any other non-NaN value is not a code.
+CAT_TRUNCATE, CAT_TRUNCATE_NONNEGATIVE, CAT_INTEGER = 0, 1, 2
+CATEGORY_RULES = {"truncate": CAT_TRUNCATE, "truncate_nonnegative": CAT_TRUNCATE_NONNEGATIVE,
+                  "integer": CAT_INTEGER}
+# A category set holds at most this many 32-bit words: codes below 2**24,
+# the largest range XGBoost's float categories address exactly.
+MAX_CATEGORY_WORDS = 1 << 19
 
 # Kernel functions of a kernel node.
 KERNEL_LINEAR, KERNEL_RBF, KERNEL_POLY = 0, 1, 2

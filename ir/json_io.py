@@ -11,7 +11,7 @@ import os
 
 from .arrays import scalar_cost, scalar_int
 from .canonical import file_version, model_hash, nodes_version, to_dict, to_json
-from .codes import FORMAT, FORMAT_VERSION_FLOAT64, FORMAT_VERSION_QUERY, FORMAT_VERSIONS
+from .codes import FORMAT, FORMAT_VERSION_CATEGORICAL, FORMAT_VERSION_FLOAT64, FORMAT_VERSION_QUERY, FORMAT_VERSIONS
 from .errors import IRError
 from .model import MAX_NODES, Feature, Group, Model, Task
 from .nodes import QueryExitNode, TreesNode, node_from_dict
@@ -78,6 +78,11 @@ def from_dict(d) -> Model:
             if isinstance(n, QueryExitNode):
                 raise IRError(f"nodes[{i}].kind: a query_exit node needs format version "
                               f"{FORMAT_VERSION_QUERY}; this file says version {version}")
+    if version < FORMAT_VERSION_CATEGORICAL:
+        for i, n in enumerate(node_objs):
+            if isinstance(n, TreesNode) and n.has_categories:
+                raise IRError(f"nodes[{i}].category_rule: category-set splits need format version "
+                              f"{FORMAT_VERSION_CATEGORICAL}; this file says version {version}")
     meta = d.get("metadata", {})
     if not isinstance(meta, dict):
         raise IRError("metadata: expected an object")

@@ -63,6 +63,12 @@ class Tables:
     tn_value: np.ndarray         # i32 [M] offset into leaf_value (leaves only)
     leaf_value: np.ndarray       # f32 pool (a float64 bank's leaves rounded: what other nodes read)
     leaf_value64: np.ndarray     # f64 pool aligned with leaf_value (one 0 when no float64 bank)
+    # category-set splits (ir.nodes.CategorySplits); all -1 / 0 when every split is numeric
+    tn_cat: np.ndarray           # i32 [M] offset of the node's set in cat_bits, -1 = a numeric split
+    tn_cat_words: np.ndarray     # i32 [M] words of the node's set (0 = numeric)
+    tn_cat_rule: np.ndarray      # u8 [M] CAT_TRUNCATE / CAT_TRUNCATE_NONNEGATIVE / CAT_INTEGER (ir/codes.py)
+    tn_other_left: np.ndarray    # u8 [M] where a value that is not a code of the set goes
+    cat_bits: np.ndarray         # u32 pool, least significant bit first (one 0 when no set)
     # linear terms
     term_kind: np.ndarray        # i32 [P] TERM_FEATURE / TERM_TREE / TERM_NODE (ir/codes.py)
     term_index: np.ndarray       # i32 [P] feature / global tree / node
@@ -166,7 +172,8 @@ def _lower(model, top) -> Tables:
     # trees
     t_root: list = []
     t_cost: list = []
-    tn: dict[str, list] = {k: [] for k in ("f", "t", "l", "r", "m", "v")}
+    tn: dict[str, list] = {k: [] for k in ("f", "t", "l", "r", "m", "v", "cat", "cw", "cr", "ol")}
+    cat_parts, n_cb = [], 0
     leaf_parts, n_trees, n_tn, n_leafv = [], 0, 0, 0
     tree_base = np.zeros(N, np.int32)  # first global tree of each bank
     # terms
@@ -205,6 +212,19 @@ def _lower(model, top) -> Tables:
             tn["v"].append(n_leafv + np.arange(M, dtype=np.int64) * K)
             leaf_parts.append(n.value)
             n_leafv += M * K
+            cs = n.categories
+            if cs is None:
+                tn["cat"].append(np.full(M, -1, np.int32))
+                tn["cw"].append(np.zeros(M, np.int32))
+                tn["cr"].append(np.zeros(M, np.uint8))
+                tn["ol"].append(np.zeros(M, np.uint8))
+            else:
+                tn["cat"].append(np.where(cs.begin >= 0, cs.begin.astype(np.int64) + n_cb, -1))
+                tn["cw"].append(cs.words)
+                tn["cr"].append(np.full(M, cs.rule_code, np.uint8))
+                tn["ol"].append(cs.other_left.astype(np.uint8))
+                cat_parts.append(cs.bits)
+                n_cb += cs.bits.shape[0]
             n_tn += M
             n_trees += n.n_trees
         elif isinstance(n, LinearNode):
@@ -289,6 +309,11 @@ def _lower(model, top) -> Tables:
         tn_value=_nonempty(_pool(tn["v"], np.int32), np.int32),
         leaf_value=_nonempty(_pool(leaf_parts, np.float32), np.float32),
         leaf_value64=_nonempty(leaf64, np.float64),
+        tn_cat=_nonempty(_pool(tn["cat"], np.int32) if tn["cat"] else np.full(1, -1), np.int32),
+        tn_cat_words=_nonempty(_pool(tn["cw"], np.int32), np.int32),
+        tn_cat_rule=_nonempty(_pool(tn["cr"], np.uint8), np.uint8),
+        tn_other_left=_nonempty(_pool(tn["ol"], np.uint8), np.uint8),
+        cat_bits=_nonempty(_pool(cat_parts, np.uint32), np.uint32),
         term_kind=_nonempty(term_kind, np.int32), term_index=_nonempty(term_index, np.int32),
         term_output=_nonempty(_pool(tm["out"], np.int32), np.int32),
         term_live=_nonempty(_pool(tm["live"], np.uint8), np.uint8),

@@ -5,6 +5,8 @@ for a float64 tree bank that is the model's output):
 
 * ``TreesNode``: a bank of regression trees in structure-of-arrays form.  As a
   scorer its value is ``base_score + v_0 + v_1 + ...`` summed in bank order.
+  A split compares a feature with a threshold, or, in a bank with
+  ``CategorySplits``, tests whether its category is in a set.
   Each tree ``t`` can also be read on its own by a linear node.  With
   ``precision="float64"`` the leaves, base score and sum are float64 and the
   sum is then divided by ``divisor`` (a forest's mean); any other node reads
@@ -43,8 +45,13 @@ from .arrays import (
     scalar_float,
     scalar_float32,
     scalar_int,
+    uint32_array,
 )
 from .codes import (  # noqa: F401 (re-exported)
+    CAT_INTEGER,
+    CAT_TRUNCATE,
+    CAT_TRUNCATE_NONNEGATIVE,
+    CATEGORY_RULES,
     EXIT_ABS_GE,
     EXIT_GE,
     EXIT_LE,
@@ -54,6 +61,7 @@ from .codes import (  # noqa: F401 (re-exported)
     KERNEL_POLY,
     KERNEL_RBF,
     KERNELS,
+    MAX_CATEGORY_WORDS,
     PRECISIONS,
     QUERY_EXIT_RULES,
     QX_CUTOFF,
@@ -91,6 +99,112 @@ def _n_outputs(d, field):
 
 
 @dataclass(frozen=True, eq=False)
+class CategorySplits:
+    """The category-set splits of a tree bank of M nodes (docs/ir.md,
+    "Categorical splits").
+
+    Node m is categorical when ``words[m] > 0``: its set is the ``words[m]``
+    uint32 words of ``bits`` from ``begin[m]``, least significant bit first
+    (category c is in the set iff ``bits[begin[m] + c // 32] >> (c % 32) & 1``).
+    A row with value x on the node's feature goes
+
+    1. x NaN: left iff ``missing_left[m]`` (the bank's array, as for any split);
+    2. x a category code c under ``rule`` with c < 32 * words[m]: left iff c
+       is in the set;
+    3. any other x: left iff ``other_left[m]``.
+
+    ``rule`` (one per bank, the source library's; ir/codes.py) says which x
+    are codes: "truncate" x > -1, code trunc(x) (LightGBM); "truncate_nonnegative"
+    x >= 0, code trunc(x) (XGBoost); "integer" x >= 0 and integral (scikit-learn,
+    skinflint's booster).  Numeric nodes and leaves have begin -1, words 0
+    and other_left False.
+    """
+
+    rule: str
+    begin: np.ndarray
+    words: np.ndarray
+    bits: np.ndarray
+    other_left: np.ndarray
+
+    KEYS: ClassVar[tuple[str, ...]] = ("category_rule", "category_begin", "category_words",
+                                       "category_bits", "other_left")
+
+    @property
+    def rule_code(self) -> int:
+        return CATEGORY_RULES[self.rule]
+
+    @property
+    def is_categorical(self) -> np.ndarray:
+        """Which nodes split on a category set: bool [M]."""
+        return self.words > 0
+
+    def codes(self, m: int) -> np.ndarray:
+        """The categories in node m's set, ascending (int64)."""
+        b, w = int(self.begin[m]), int(self.words[m])
+        if w == 0:
+            return np.zeros(0, np.int64)
+        bits = np.unpackbits(self.bits[b:b + w].astype("<u4").view(np.uint8), bitorder="little")
+        return np.flatnonzero(bits).astype(np.int64)
+
+    @classmethod
+    def from_dict(cls, d, field, M):
+        present = [k for k in cls.KEYS if k in d]
+        if not present:
+            return None
+        if len(present) != len(cls.KEYS):
+            missing = [k for k in cls.KEYS if k not in d]
+            raise IRError(f"{field}.{missing[0]}: missing (a bank with category splits needs "
+                          f"{', '.join(cls.KEYS)})")
+        rule = d["category_rule"]
+        if not isinstance(rule, str) or rule not in CATEGORY_RULES:
+            raise IRError(f"{field}.category_rule: unknown rule {rule!r}; expected one of "
+                          f"{list(CATEGORY_RULES)}")
+        bits = uint32_array(d["category_bits"], f"{field}.category_bits")
+        return cls(rule=rule,
+                   begin=int_array(d["category_begin"], f"{field}.category_begin", length=M, low=-1,
+                                   high=max(bits.shape[0], 1)),
+                   words=int_array(d["category_words"], f"{field}.category_words", length=M, low=0,
+                                   high=MAX_CATEGORY_WORDS + 1),
+                   bits=bits,
+                   other_left=bool_array(d["other_left"], f"{field}.other_left", length=M))
+
+    def check(self, field, feature, threshold):
+        M = feature.shape[0]
+        if self.rule not in CATEGORY_RULES:
+            raise IRError(f"{field}.category_rule: unknown rule {self.rule!r}; expected one of "
+                          f"{list(CATEGORY_RULES)}")
+        for arr, nm in ((self.begin, "category_begin"), (self.words, "category_words"),
+                        (self.other_left, "other_left")):
+            if arr.shape != (M,):
+                raise IRError(f"{field}.{nm}: expected {M} values, got {arr.shape[0]}")
+        if self.bits.ndim != 1 or self.bits.dtype != np.uint32:
+            raise IRError(f"{field}.category_bits: expected a vector of uint32 words")
+        W = self.bits.shape[0]
+        cat = self.words > 0
+        if not np.any(cat):
+            raise IRError(f"{field}.category_words: no node splits on a category set; leave the "
+                          "category keys out of a bank without categorical splits")
+        checks = (
+            (self.words > MAX_CATEGORY_WORDS, f"a set of more than {MAX_CATEGORY_WORDS} words"),
+            (cat & (feature < 0), "a leaf (feature -1) cannot split on a category set"),
+            (cat & ((self.begin < 0) | (self.begin.astype(np.int64) + self.words > W)),
+             f"the set's words lie outside category_bits ({W} words)"),
+            (~cat & (self.begin != -1), "a numeric node or leaf needs category_begin -1"),
+            (~cat & self.other_left, "a numeric node or leaf needs other_left false"),
+            (cat & (threshold != 0), "a categorical node's threshold must be 0"),
+        )
+        for bad, what in checks:
+            idx = np.flatnonzero(bad)
+            if idx.size:
+                raise IRError(f"{field}: tree node {int(idx[0])}: {what}")
+
+    def to_dict(self):
+        return {"category_rule": self.rule, "category_begin": self.begin.tolist(),
+                "category_words": self.words.tolist(), "category_bits": self.bits.tolist(),
+                "other_left": [bool(b) for b in self.other_left]}
+
+
+@dataclass(frozen=True, eq=False)
 class TreesNode:
     """A bank of T regression trees over M tree nodes, leaf values of width K.
 
@@ -117,7 +231,12 @@ class TreesNode:
     name: str = ""
     precision: str = "float32"
     divisor: float = 1.0
+    categories: CategorySplits | None = None
     kind: ClassVar[str] = "trees"
+
+    @property
+    def has_categories(self) -> bool:
+        return self.categories is not None
 
     @property
     def n_outputs(self) -> int:
@@ -160,6 +279,7 @@ class TreesNode:
             tree_cost=cost_array(d.get("tree_cost", [0.0] * T), f"{field}.tree_cost", length=T),
             base_score=floats(d.get("base_score", [0.0] * K), f"{field}.base_score", length=K),
             name=_name(d, field), precision=precision, divisor=divisor,
+            categories=CategorySplits.from_dict(d, field, M),
         )
         node.check(field)
         return node
@@ -196,6 +316,8 @@ class TreesNode:
             raise IRError(f"{field}.tree_cost: expected {self.n_trees} values")
         if self.n_trees == 0:
             raise IRError(f"{field}.roots: a tree bank needs at least one tree")
+        if self.categories is not None:
+            self.categories.check(field, self.feature, self.threshold)
         leaf = self.feature < 0
         bad = np.flatnonzero(leaf & ((self.left != -1) | (self.right != -1)))
         if bad.size:
@@ -265,7 +387,8 @@ class TreesNode:
                 "threshold": _floats(self.threshold), "left": self.left.tolist(),
                 "right": self.right.tolist(),
                 "missing_left": [bool(b) for b in self.missing_left],
-                "value": leaves(self.value.ravel())}
+                "value": leaves(self.value.ravel()),
+                **({} if self.categories is None else self.categories.to_dict())}
 
 
 @dataclass(frozen=True, eq=False)

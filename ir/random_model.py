@@ -177,3 +177,37 @@ def with_float64_banks(m, divisor=3.0):
     nodes = [replace(n, value=widen(n.value), base_score=widen(n.base_score), precision="float64",
                      divisor=float(divisor)) if isinstance(n, TreesNode) else n for n in m.nodes]
     return model(m.features, nodes, m.output, task=m.task, groups=m.groups, metadata=dict(m.metadata))
+
+
+def with_category_splits(m, fraction=0.5):
+    """``m`` with about ``fraction`` of each tree bank's splits turned into
+    category-set splits (format version 4): a random set over one to three
+    words, a random rule per bank and a random ``other_left``, thresholds
+    0.  Drawn from a generator seeded by the bank's own arrays, so the
+    models of ``random_model`` keep their seeds' structure."""
+    from dataclasses import replace
+
+    from .arrays import frozen
+    from .builders import category_set, category_splits
+    from .codes import CATEGORY_RULES
+    from .nodes import TreesNode
+
+    def convert(n):
+        sub = np.random.default_rng(zlib.crc32(n.feature.tobytes() + n.threshold.tobytes()))
+        rule = list(CATEGORY_RULES)[sub.integers(len(CATEGORY_RULES))]
+        pick = (n.feature >= 0) & (sub.random(n.feature.shape[0]) < fraction)
+        if not np.any(pick):
+            return n
+        sets = [None] * n.feature.shape[0]
+        for i in np.flatnonzero(pick):
+            span = 32 * int(sub.integers(1, 4))
+            size = int(sub.integers(0, min(span, 12) + 1))
+            sets[i] = category_set(sub.choice(span, size, replace=False))
+            if sets[i].shape[0] * 32 < span:        # keep the drawn range: a set may end in empty words
+                sets[i] = np.concatenate([sets[i], np.zeros(span // 32 - sets[i].shape[0], np.uint32)])
+        other = pick & (sub.random(n.feature.shape[0]) < 0.5)
+        return replace(n, threshold=frozen(np.where(pick, np.float32(0), n.threshold)),
+                       categories=category_splits(sets, other, rule=rule))
+
+    nodes = [convert(n) if isinstance(n, TreesNode) else n for n in m.nodes]
+    return model(m.features, nodes, m.output, task=m.task, groups=m.groups, metadata=dict(m.metadata))

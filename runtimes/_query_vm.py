@@ -23,12 +23,13 @@ import numpy as np
 from numba import njit, prange
 
 from ..ir.codes import QX_CUTOFF
+from ._split import child
 
 
 @njit(cache=True)
-def _tree_all(tree_cost, tree_root, tn_feature, tn_threshold, tn_left, tn_right, tn_missing_left, tn_value,
-              leaf_value, feat_group, group_cost, feat_cost, X, a, gt, alive, n_alive, halted, acc, done, used,
-              gstamp, cost, budget, walk, node):
+def _tree_all(tree_cost, tree_root, tn_feature, tn_threshold, tn_left, tn_right, tn_missing_left, tn_cat,
+              tn_cat_words, tn_cat_rule, tn_other_left, cat_bits, tn_value, leaf_value, feat_group, group_cost,
+              feat_cost, X, a, gt, alive, n_alive, halted, acc, done, used, gstamp, cost, budget, walk, node):
     """Global tree gt for every document still in: each pays the tree's cost, then walks it root to leaf
     paying its path's features (a feature's group first time, then the feature, two float64 additions);
     the walks advance one level at a time in lockstep, with a branchless child select (as the per-row bank
@@ -73,14 +74,8 @@ def _tree_all(tree_cost, tree_root, tn_feature, tn_threshold, tn_left, tn_right,
                 used[row, j] = True
                 if g >= 0:
                     gstamp[d, g] = True
-            x = X[row, j]
-            lft = tn_left[mk]
-            rgt = tn_right[mk]
-            if x != x:
-                node[w] = lft if tn_missing_left[mk] else rgt
-            else:
-                go = np.int32(x > tn_threshold[mk])
-                node[w] = lft + go * (rgt - lft)
+            node[w] = child(X[row, j], mk, tn_threshold, tn_left, tn_right, tn_missing_left, tn_cat, tn_cat_words,
+                            tn_cat_rule, tn_other_left, cat_bits)
             active = True
     for w in range(nw):
         d = walk[w]
@@ -112,7 +107,8 @@ def _query(T, after, keep, rule, gap, X, a, n, budget, scores, cost_out, stage, 
         end = after[j] if j < J else count
         while t < end:
             _tree_all(T.tree_cost, T.tree_root, T.tn_feature, T.tn_threshold, T.tn_left, T.tn_right,
-                      T.tn_missing_left, T.tn_value, T.leaf_value, T.feat_group, T.group_cost, T.feat_cost, X, a,
+                      T.tn_missing_left, T.tn_cat, T.tn_cat_words, T.tn_cat_rule, T.tn_other_left, T.cat_bits,
+                      T.tn_value, T.leaf_value, T.feat_group, T.group_cost, T.feat_cost, X, a,
                       first + t, alive, n_alive, halted, acc, done, used, gstamp, cost, budget, walk, node)
             t += 1
         # the documents that finished this checkpoint's trees

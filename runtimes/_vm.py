@@ -37,6 +37,7 @@ from ..ir.codes import (
     TERM_TREE,
 )
 from ._expf import expf
+from ._split import child
 
 
 def _kernel(**options):
@@ -71,8 +72,8 @@ def _acquire(feat_group, group_cost, feat_cost, j, tag, fstamp, gstamp, cost, bu
 
 @_kernel(inline="always")
 def _walk(feat_group, group_cost, feat_cost, tree_root, tree_cost, tn_feature, tn_threshold,
-          tn_left, tn_right, tn_missing_left, X, row, t, tag, fstamp, gstamp, tstamp, tleaf,
-          cost, budget):
+          tn_left, tn_right, tn_missing_left, tn_cat, tn_cat_words, tn_cat_rule, tn_other_left, cat_bits,
+          X, row, t, tag, fstamp, gstamp, tstamp, tleaf, cost, budget):
     """Evaluate global tree t; returns the leaf, or -1 if the row halts.
     (Takes arrays, not the table tuple: a call passes its arguments by value.)"""
     if tstamp[t] == tag:
@@ -86,13 +87,8 @@ def _walk(feat_group, group_cost, feat_cost, tree_root, tree_cost, tn_feature, t
         j = tn_feature[m]
         if not _acquire(feat_group, group_cost, feat_cost, j, tag, fstamp, gstamp, cost, budget):
             return -1
-        x = X[row, j]
-        if x != x:
-            m = tn_left[m] if tn_missing_left[m] else tn_right[m]
-        elif x <= tn_threshold[m]:
-            m = tn_left[m]
-        else:
-            m = tn_right[m]
+        m = child(X[row, j], m, tn_threshold, tn_left, tn_right, tn_missing_left, tn_cat, tn_cat_words,
+                  tn_cat_rule, tn_other_left, cat_bits)
     tstamp[t] = tag
     tleaf[t] = m
     return m
@@ -101,7 +97,8 @@ def _walk(feat_group, group_cost, feat_cost, tree_root, tree_cost, tn_feature, t
 @_kernel(inline="always")
 def _tree(T, X, row, t, tag, fstamp, gstamp, tstamp, tleaf, cost, budget):
     return _walk(T.feat_group, T.group_cost, T.feat_cost, T.tree_root, T.tree_cost, T.tn_feature,
-                 T.tn_threshold, T.tn_left, T.tn_right, T.tn_missing_left, X, row, t, tag,
+                 T.tn_threshold, T.tn_left, T.tn_right, T.tn_missing_left, T.tn_cat, T.tn_cat_words,
+                 T.tn_cat_rule, T.tn_other_left, T.cat_bits, X, row, t, tag,
                  fstamp, gstamp, tstamp, tleaf, cost, budget)
 
 
@@ -355,14 +352,8 @@ def _evaluate_bank(T, X, budget, scores, cost_out, stage, used):
                         fstamp[k, f] = True
                         if g >= 0:
                             gstamp[k, g] = True
-                    x = X[r0 + k, f]
-                    lft = T.tn_left[mk]
-                    rgt = T.tn_right[mk]
-                    if x != x:
-                        m[k] = lft if T.tn_missing_left[mk] else rgt
-                    else:
-                        go = np.int32(x > T.tn_threshold[mk])
-                        m[k] = lft + go * (rgt - lft)
+                    m[k] = child(X[r0 + k, f], mk, T.tn_threshold, T.tn_left, T.tn_right, T.tn_missing_left,
+                                 T.tn_cat, T.tn_cat_words, T.tn_cat_rule, T.tn_other_left, T.cat_bits)
                     active = True
             for k in range(nb):
                 if not halted[k]:

@@ -155,7 +155,9 @@ class ParityReport:
 
 def adversarial_rows(model, X=None, *, seed=0, max_rows=4000) -> np.ndarray:
     """Rows that sit on every decision boundary of the model: each tree
-    threshold and kernel coordinate exactly, one ulp below and above; NaN,
+    threshold and kernel coordinate exactly, one ulp below and above; for a
+    category-set split every code of its range, the first past it, members
+    +- 0.5 and values that are no code (negatives, -0.0, huge); NaN,
     +inf and -inf per feature; all-NaN and all-inf rows.  Other features take
     values from ``X`` (or standard normals)."""
     from .ir.nodes import KernelNode, TreesNode
@@ -168,6 +170,10 @@ def adversarial_rows(model, X=None, *, seed=0, max_rows=4000) -> np.ndarray:
             inner = n.feature >= 0
             feats.append(n.feature[inner].astype(np.int64))
             values.append(n.threshold[inner].astype(np.float32))
+            if n.categories is not None:
+                f, v = _category_values(n)
+                feats.append(f)
+                values.append(v)
         elif isinstance(n, KernelNode):
             feats.append(np.repeat(n.features.astype(np.int64)[None, :], len(n.support_vectors), 0).ravel())
             values.append(np.asarray(n.support_vectors, np.float32).ravel())
@@ -188,6 +194,26 @@ def adversarial_rows(model, X=None, *, seed=0, max_rows=4000) -> np.ndarray:
     if len(out) > max_rows:
         out = out[rng.choice(len(out), max_rows, replace=False)]
     return np.ascontiguousarray(out, np.float32)
+
+
+# values that are no category code under some rule (docs/ir.md): negatives
+# on either side of -1, negative zero, past XGBoost's exact range, past int32
+_NOT_CODES = np.array([-1.5, -1.0, -0.5, -0.0, 2.0 ** 24, 2.0 ** 31, 1e10], np.float32)
+
+
+def _category_values(bank):
+    """(feature, value) pairs for a bank's category-set splits: every code
+    of each set's range and the first past it, each set member +- 0.5, and
+    values that are no code (``_NOT_CODES``)."""
+    cs = bank.categories
+    feats, values = [], []
+    for m in np.flatnonzero(cs.is_categorical):
+        members = cs.codes(m).astype(np.float32)
+        v = np.concatenate([np.arange(32 * int(cs.words[m]) + 1, dtype=np.float32), members - 0.5,
+                            members + 0.5, _NOT_CODES])
+        feats.append(np.full(v.shape[0], bank.feature[m], np.int64))
+        values.append(v)
+    return np.concatenate(feats), np.concatenate(values)
 
 
 def budgets_around(costs: np.ndarray, seed=0) -> np.ndarray:
