@@ -170,15 +170,6 @@ def test_refused_with_a_message(params, match):
         from_lightgbm(b)
 
 
-def test_categorical_refused():
-    Xc = np.nan_to_num(X).copy()
-    Xc[:, 0] = np.arange(len(X)) % 5
-    b = lgb.train({**BASE, "objective": "binary", "min_data_per_group": 5, "cat_smooth": 1},
-                  lgb.Dataset(Xc, (np.arange(len(X)) % 5 == 2).astype(int), categorical_feature=[0]), 3)
-    with pytest.raises(ValueError, match="categorical"):
-        from_lightgbm(b)
-
-
 def test_init_score_in_front():
     b = lgb.train({**BASE, "objective": "regression"}, lgb.Dataset(X, Y_REG), 5)
     m = from_lightgbm(b, init_score=0.5)
