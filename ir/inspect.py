@@ -48,6 +48,11 @@ def describe_node(model, i) -> str:
         lines = [f"{head}: {n.n_trees} trees, {n.feature.shape[0]} tree nodes, "
                  f"max depth {depth.max()}, K={n.n_outputs}, tree cost {n.tree_cost.sum():g}"
                  + (f", float64 sum / {n.divisor:g}" if n.is_float64 else "")]
+        if n.categories is not None:
+            cat = n.categories.is_categorical
+            lines.append(f"      {int(cat.sum())} category-set splits ({n.categories.rule} rule) on "
+                         f"{{{_names(model, np.unique(n.feature[cat]))}}}, sets of up to "
+                         f"{32 * int(n.categories.words.max())} codes")
         show = range(n.n_trees) if n.n_trees <= 10 else list(range(5)) + [n.n_trees - 1]
         for t in show:
             if t == n.n_trees - 1 and n.n_trees > 10:

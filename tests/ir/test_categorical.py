@@ -192,3 +192,8 @@ def test_query_runtime_routes_category_sets_as_the_row_runtime():
     p = ReferenceRuntime(row_model).predict(X)
     np.testing.assert_array_equal(r.scores.ravel(), p.scores.ravel())
     np.testing.assert_array_equal(r.cost, p.cost)
+
+
+def test_inspect_names_the_category_splits():
+    text = ir.inspect(stump("truncate", True, False))
+    assert "1 category-set splits (truncate rule) on {f0}, sets of up to 64 codes" in text
