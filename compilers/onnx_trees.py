@@ -36,8 +36,9 @@ TARGETS = {"onnxruntime-1.16": "TreeEnsembleRegressor", "onnxruntime-1.24": "Tre
            "no-ml-ops": "gather"}
 DEFAULT_TARGET = "onnxruntime-1.16"
 MAX_EXACT = 1 << 24     # votes travel as float32: integers below 2^24 are exact
-# category sets up to this many bytes unpacked (one byte per code) are read
-# with one Gather, larger ones as the IR's uint32 words (CategoryColumns)
+# a (feature, rule)'s decisions are read as one row of a float32 table by
+# code up to this size, else one by one on the IR's uint32 words
+# (CategoryColumns.append_to)
 MEMBER_TABLE_BYTES = 1 << 24
 
 
@@ -137,7 +138,13 @@ class CategoryColumns:
                 decisions[key] = len(decisions)
                 sets.append(bits)
             col[i] = decisions[key]
-        keys = list(decisions)
+        # decisions on one (feature, rule) side by side: each such group is
+        # one row lookup (``append_to``)
+        keys = sorted(decisions, key=lambda k: (k[0], k[1], decisions[k]))
+        rank = np.empty(len(keys), np.int64)
+        rank[[decisions[k] for k in keys]] = np.arange(len(keys))
+        col[cat] = rank[col[cat]]
+        sets = [sets[decisions[k]] for k in keys]
         words = np.array([len(a) for a in sets], np.int64)
         return CategoryColumns(
             int(n_features), np.array([k[0] for k in keys], np.int64), np.array([k[1] for k in keys], np.int64),
@@ -158,61 +165,104 @@ class CategoryColumns:
             np.r_[self.other_left, other.other_left])
 
     def append_to(self, g: Graph, X):
-        """X [N, F] float32 with the K decision columns after it, [N, F + K]:
-        per decision, the rule's range test, the code (Cast to int32
-        truncates toward zero, as C), the integer test, the set's bit
-        (``_right_of_code``), then Where over the non-code and NaN
-        directions.  Only standard ai.onnx ops: ai.onnx.ml's
-        ``BRANCH_MEMBER`` exists only in opset 5 (onnxruntime >= 1.24)."""
-        K = self.feature.size
-        with g.scope("categories"):
-            x = g.op("Gather", X, g.const(self.feature), axis=1)                  # [N, K]
-            rules = set(self.rule.tolist())
-            above = {}
-            if CAT_TRUNCATE in rules:
-                above[CAT_TRUNCATE] = g.op("Greater", x, g.const(np.full((1, K), -1, np.float32)))
-            if rules - {CAT_TRUNCATE}:
-                above[CAT_INTEGER] = g.op("GreaterOrEqual", x, g.const(np.zeros((1, K), np.float32)))
-            if len(above) == 1:
-                ok = next(iter(above.values()))
-            else:           # onnxruntime has no Where over bool: a mix of rules by And / Or
-                trunc = self.rule == CAT_TRUNCATE
-                ok = g.op("Or", g.op("And", above[CAT_TRUNCATE], g.const(trunc[None])),
-                          g.op("And", above[CAT_INTEGER], g.const(~trunc[None])))
-            hi = (32 * self.words).astype(np.float32)[None]
-            ok = g.op("And", ok, g.op("Less", x, g.const(hi)))                    # NaN: False
-            safe = g.where(ok, x, g.const(np.zeros((1, K), np.float32)))         # in (-1, hi): a defined cast
-            code = g.cast(safe, TensorProto.INT32)
-            if CAT_INTEGER in rules:
-                whole = g.op("Equal", g.cast(code, TensorProto.FLOAT), safe)
-                if rules != {CAT_INTEGER}:
-                    whole = g.op("Or", whole, g.const((self.rule != CAT_INTEGER)[None]))
-                ok = g.op("And", ok, whole)
-            # 1 where the row goes right: uint8, which Where takes (bool it does not)
-            right = g.where(ok, self._right_of_code(g, safe, code), g.const((~self.other_left).astype(np.uint8)[None]))
-            right = g.where(g.op("IsNaN", x), g.const((~self.missing_left).astype(np.uint8)[None]), right)
-            right = g.cast(right, TensorProto.FLOAT)
-            return g.op("Concat", X, right, axis=1)
+        """X [N, F] float32 with the K decision columns after it, [N, F + K].
 
-    def _right_of_code(self, g: Graph, safe, code):
-        """[N, K] uint8: 1 where code (int32, < 32 words[k]; ``safe`` is the
-        float32 it truncates) is not in decision k's set.  Up to
-        ``MEMBER_TABLE_BYTES``, one Gather from the sets unpacked, one byte
-        per (decision, code): 32 bytes per word, 8 times the IR's bits, and
-        no bit ops on [N, K].  Past it, the IR's words: the word
-        trunc(x / 32) (x / 32 is exact: a power of two), then BitShift and
-        BitwiseAnd on uint32, as the reference."""
+        Decisions on one feature under one rule (a group, side by side) read
+        one row each of a float32 table [32 W + 2, decisions] (W: the
+        group's most words): row c < 32 W holds every decision's column for
+        code c (1 - its bit below its own 32 words, else its other
+        direction), row 32 W the other directions (not a code), row 32 W + 1
+        the NaN directions.  Per row, ``_slots`` finds each group's row (the
+        rule's range test, Cast to int32, the integer test) on [N, groups],
+        and one Gather per group copies the row: work per decision is one
+        copy, not a chain of elementwise ops over [N, K].  A group whose
+        table exceeds ``MEMBER_TABLE_BYTES`` tests its decisions one by one
+        on the IR's uint32 words instead (``_by_words``).  Standard ai.onnx
+        ops only: ai.onnx.ml's ``BRANCH_MEMBER`` exists only in opset 5
+        (onnxruntime >= 1.24)."""
         K = self.feature.size
-        if 32 * self.bits.size <= MEMBER_TABLE_BYTES:
-            table = 1 - np.unpackbits(self.bits.astype("<u4").view(np.uint8), bitorder="little")
-            return g.op("Gather", g.const(table.astype(np.uint8)),
-                        g.op("Add", code, g.const((32 * self.begin).astype(np.int32)[None])))
-        word_at = g.cast(g.op("Div", safe, g.const(np.full((1, K), 32, np.float32))), TensorProto.INT32)
+        cut = np.flatnonzero((self.feature[1:] != self.feature[:-1]) | (self.rule[1:] != self.rule[:-1])) + 1
+        runs = list(zip(np.r_[0, cut], np.r_[cut, K], strict=True))
+        span = [int(32 * self.words[a:b].max()) for a, b in runs]
+        small = [i for i, (a, b) in enumerate(runs) if 4 * (span[i] + 2) * (b - a) <= MEMBER_TABLE_BYTES]
+        with g.scope("categories"):
+            parts = {}
+            if small:
+                first = np.array([runs[i][0] for i in small])
+                x = g.op("Gather", X, g.const(self.feature[first]), axis=1)                 # [N, groups]
+                slot = self._slots(g, x, self.rule[first], np.array([span[i] for i in small]))
+                for j, i in enumerate(small):
+                    parts[i] = g.op("Gather", g.const(self._table(*runs[i], span[i])),
+                                    g.op("Gather", slot, g.const(np.int64(j)), axis=1), axis=0)
+            for i, (a, b) in enumerate(runs):
+                if i not in parts:
+                    parts[i] = self._by_words(g, X, a, b)
+            return g.op("Concat", X, *[parts[i] for i in range(len(runs))], axis=1)
+
+    def _table(self, a, b, span):
+        """[span + 2, b - a] float32: decisions a..b-1's column by code, for
+        a non-code and for NaN (``append_to``)."""
+        t = np.repeat((~self.other_left[a:b])[None].astype(np.float32), span + 2, 0)
+        t[span + 1] = ~self.missing_left[a:b]
+        for k in range(a, b):
+            n = 32 * int(self.words[k])
+            bits = self.bits[self.begin[k]:self.begin[k] + self.words[k]].astype("<u4")
+            t[:n, k - a] = 1 - np.unpackbits(bits.view(np.uint8), bitorder="little")
+        return t
+
+    @staticmethod
+    def _slots(g: Graph, x, rule, span):
+        """[N, groups] int32: the code of x (column g of ``x``) under its
+        group's ``rule`` when it is one below ``span``, else span (not a
+        code) or span + 1 (NaN).  Cast to int32 truncates toward zero (C's
+        cast, the reference's) and only sees values in (-1, span)."""
+        G = rule.size
+        rules = set(rule.tolist())
+        above = {}
+        if CAT_TRUNCATE in rules:
+            above[CAT_TRUNCATE] = g.op("Greater", x, g.const(np.full((1, G), -1, np.float32)))
+        if rules - {CAT_TRUNCATE}:
+            above[CAT_INTEGER] = g.op("GreaterOrEqual", x, g.const(np.zeros((1, G), np.float32)))
+        if len(above) == 1:
+            ok = next(iter(above.values()))
+        else:               # onnxruntime has no Where over bool: a mix of rules by And / Or
+            trunc = rule == CAT_TRUNCATE
+            ok = g.op("Or", g.op("And", above[CAT_TRUNCATE], g.const(trunc[None])),
+                      g.op("And", above[CAT_INTEGER], g.const(~trunc[None])))
+        ok = g.op("And", ok, g.op("Less", x, g.const(span.astype(np.float32)[None])))      # NaN: False
+        safe = g.where(ok, x, g.const(np.zeros((1, G), np.float32)))
+        code = g.cast(safe, TensorProto.INT32)
+        if CAT_INTEGER in rules:
+            whole = g.op("Equal", g.cast(code, TensorProto.FLOAT), safe)
+            if rules != {CAT_INTEGER}:
+                whole = g.op("Or", whole, g.const((rule != CAT_INTEGER)[None]))
+            ok = g.op("And", ok, whole)
+        slot = g.where(ok, code, g.const(span.astype(np.int32)[None]))
+        return g.where(g.op("IsNaN", x), g.const((span + 1).astype(np.int32)[None]), slot)
+
+    def _by_words(self, g: Graph, X, a, b):
+        """[N, b - a] float32: decisions a..b-1 (one feature and rule) one
+        by one on the IR's uint32 words, for sets too large to unpack: the
+        code's slot under each decision's own 32 words, the word
+        trunc(x / 32) (x / 32 is exact, a power of two) of the complemented
+        set, BitShift and BitwiseAnd, then Where over the non-code and NaN
+        directions (uint8: onnxruntime has no Where over bool)."""
+        K = b - a
+        x = g.op("Gather", X, g.const(self.feature[a:b]), axis=1)                      # [N, K]
+        span = 32 * self.words[a:b]
+        slot = self._slots(g, x, self.rule[a:b], span)
+        code = g.op("Min", slot, g.const((span - 1).astype(np.int32)[None]))            # in the words
+        word_at = g.op("Div", code, g.const(np.full((1, K), 32, np.int32)))
         word = g.op("Gather", g.const(~self.bits.astype(np.uint32)),
-                    g.op("Add", word_at, g.const(self.begin.astype(np.int32)[None])))
+                    g.op("Add", word_at, g.const(self.begin[a:b].astype(np.int32)[None])))
         shift = g.op("Sub", code, g.op("Mul", word_at, g.const(np.full((1, K), 32, np.int32))))
         bit = g.op("BitShift", word, g.cast(shift, TensorProto.UINT32), direction="RIGHT")
-        return g.cast(g.op("BitwiseAnd", bit, g.const(np.ones((1, K), np.uint32))), TensorProto.UINT8)
+        right = g.cast(g.op("BitwiseAnd", bit, g.const(np.ones((1, K), np.uint32))), TensorProto.UINT8)
+        right = g.where(g.op("Less", slot, g.const(span.astype(np.int32)[None])), right,
+                        g.const((~self.other_left[a:b]).astype(np.uint8)[None]))
+        right = g.where(g.op("Equal", slot, g.const((span + 1).astype(np.int32)[None])),
+                        g.const((~self.missing_left[a:b]).astype(np.uint8)[None]), right)
+        return g.cast(right, TensorProto.FLOAT)
 
 
 def ir_forest(tab: Tables, paths: TreePaths, trees, vote) -> Forest:

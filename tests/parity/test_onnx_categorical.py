@@ -184,7 +184,8 @@ def test_rows_reach_every_kind_of_decision():
 def test_only_categorical_graphs_get_the_decision_columns():
     # a numeric model's graph is unchanged (its bytes are pinned by
     # tests/compilers/test_golden_hashes.py); a categorical one appends one
-    # column per distinct decision, computed in standard ops
+    # column per distinct decision, computed in standard ops: per (feature,
+    # rule) a code, then one row of a table by code
     from tests.conftest import load_example
     numeric = compile_onnx(load_example("trees"))
     assert not any("categories" in n.name for n in numeric.graph.node)
@@ -192,14 +193,20 @@ def test_only_categorical_graphs_get_the_decision_columns():
         proto = compile_onnx(MODELS["cat_rules_mixed"], target=target)
         ops = {n.op_type for n in proto.graph.node if "/categories/" in n.name}
         assert ops == {"Gather", "Greater", "GreaterOrEqual", "Less", "And", "Or", "Where", "Cast", "Equal",
-                       "Add", "IsNaN", "Concat"}, ops
+                       "IsNaN", "Concat"}, ops
+        # per emission (the rows over budget get a tree operator of their own):
+        # one Gather of the columns, then per (feature, rule) one of its code
+        # and one of its table's row: 3 features x 3 rules
+        cat = [n.op_type for n in proto.graph.node if "/categories/" in n.name]
+        assert cat.count("Gather") == cat.count("Concat") * (1 + 2 * 3 * len(CAT_FEATURES))
 
 
 @pytest.mark.parametrize("tree_op", ["TreeEnsembleRegressor", "gather"])
 @pytest.mark.parametrize("name", ["cat_rules_mixed", "cat_cascade"])
 def test_sets_past_the_table_bound_read_the_words(name, tree_op, monkeypatch):
     # past MEMBER_TABLE_BYTES the sets stay uint32 words (BitShift, BitwiseAnd)
-    # instead of one byte per code; the same outputs
+    # and decisions are tested one by one instead of a table row by code;
+    # the same outputs
     from skinflint.compilers import onnx_trees
     m = MODELS[name]
     monkeypatch.setattr(onnx_trees, "MEMBER_TABLE_BYTES", 0)
