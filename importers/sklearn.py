@@ -27,6 +27,20 @@ their margins equal scikit-learn's bit for bit (docs/importers.md):
 * histogram gradient boosting: ``0.0 + _baseline_prediction``, then each
   predictor's value in iteration order.
 
+Histogram gradient boosting with ``categorical_features``: the model
+encodes each categorical column with its ``OrdinalEncoder`` (a category
+value to its code; an unknown value, NaN, to missing) and puts those
+columns first.  The imported model reads the user's columns in the
+user's order and, in a categorical column, the category value itself
+(the float32 of an integer in [0, 2^24), as ``df.to_numpy(np.float32)``
+gives for integer categories), or with ``category_codes`` a position in
+a list of categories (pandas' ``Series.cat.codes``).  Each categorical
+node is an IR set split of rule "integer" whose LEFT set is the encoder
+composed with the node's ``raw_left_cat_bitsets``: a value that is not a
+known category (an unknown integer, a negative, a non-integer, one past
+the set's words, +-inf) goes where NaN goes (``missing_go_to_left``), as
+scikit-learn sends unknown categories (it refuses +-inf outright).
+
 Linear models and kernel machines stay float32: scikit-learn computes
 ``X @ coef_`` with BLAS, whose summation order is the BLAS library's own
 (blocked, vectorised), so there is no fixed order to copy; their margins
@@ -48,6 +62,7 @@ from ._common import IMPORTER_VERSION, bank_model, cost_argument, cost_parameter
 from .thresholds import clamp_infinite, le_threshold
 
 U32 = 2.0 ** -24
+MAX_CATEGORY_VALUE = 1 << 24   # a float32 carries every integer below it exactly
 
 
 def _raw(feature, threshold, left, right, missing_left, value):
@@ -63,6 +78,9 @@ def tree_dict(raw):
     """A raw tree (``_raw``) as the bank's local arrays: ``x <= t`` on the
     float32 input widened becomes ``x <= t32`` (``le_threshold``)."""
     leaf = raw["left"] < 0
+    sets = raw.get("category_sets")
+    if sets is not None:                    # a categorical node's threshold is 0 (unused)
+        leaf = leaf | np.array([c is not None for c in sets])
     thr = np.zeros(raw["feature"].shape[0], np.float32)
     thr[~leaf] = clamp_infinite(le_threshold(raw["threshold"][~leaf]))
     return {**raw, "threshold": thr}
@@ -75,17 +93,150 @@ def _cart(tree, value):
                 tree.children_right.astype(np.int64), miss, value)
 
 
-def _hgb(pred, klass, K):
+def _hgb(pred, klass, K, columns=None, inputs=None):
+    """One HGB predictor's tree: its features are the user's columns
+    (``columns[f]``: the user's column of the preprocessed column f), and
+    each categorical node's left set is over the values the user feeds
+    (``_category_set``)."""
     n = pred.nodes
-    if np.any(n["is_categorical"]):
-        raise ValueError("HistGradientBoosting categorical splits (categorical_features) are not "
-                         "supported by the importer; one-hot encode the categories")
     leaf = n["is_leaf"].astype(bool)
+    cat = n["is_categorical"].astype(bool) & ~leaf
+    feature = n["feature_idx"].astype(np.int64)
+    if columns is not None:
+        feature = columns[feature]
     left = np.where(leaf, -1, n["left"].astype(np.int64))
     right = np.where(leaf, -1, n["right"].astype(np.int64))
     val = np.where(leaf, n["value"], 0.0)
-    return _raw(n["feature_idx"].astype(np.int64), n["num_threshold"], left, right,
-                n["missing_go_to_left"], one_hot_values(val, klass, K) if K > 1 else val)
+    raw = _raw(feature, np.where(cat, 0.0, n["num_threshold"]), left, right,
+               n["missing_go_to_left"], one_hot_values(val, klass, K) if K > 1 else val)
+    if cat.any():
+        if inputs is None:
+            raise ValueError("HistGradientBoosting: a categorical split without the model's "
+                             "OrdinalEncoder (fitted by a scikit-learn older than 1.4?); refit it")
+        miss = raw["missing_left"]
+        sets = [None] * len(feature)
+        for m in np.flatnonzero(cat):
+            sets[m] = _category_set(pred.raw_left_cat_bitsets[n["bitset_idx"][m]], *inputs[int(feature[m])],
+                                    bool(miss[m]))
+        raw["category_sets"] = sets
+        raw["other_left"] = cat & miss
+    return raw
+
+
+def _category_set(bitset, values, codes, missing_left):
+    """A categorical node's LEFT set over the values the user feeds (the IR's
+    "integer" rule), composed of the model's OrdinalEncoder (``values[i]``
+    is encoded as ``codes[i]``; every other value as NaN, the missing
+    direction) and the node's ``raw_left_cat_bitsets`` row over codes.
+    The words reach the largest known value going the other way than
+    missing does; every unknown integer in them, and ``other_left``
+    (negatives, non-integers, values past the words, +-inf), go the
+    missing direction."""
+    bitset = np.asarray(bitset, np.uint32)
+    goes_left = ((bitset[codes >> 5] >> (codes & 31).astype(np.uint32)) & 1).astype(bool)
+    other = values[goes_left != missing_left]
+    words = int(other.max()) // 32 + 1 if other.size else 1
+    member = np.full(32 * words, missing_left, bool)
+    inside = values < 32 * words
+    member[values[inside]] = goes_left[inside]
+    return np.packbits(member, bitorder="little").view("<u4").astype(np.uint32)
+
+
+def _column_positions(cols, F):
+    """A ColumnTransformer's column selection (mask or integers) as positions."""
+    cols = np.asarray(cols)
+    if cols.dtype == bool:
+        return np.flatnonzero(cols)
+    if cols.dtype.kind in "iu":
+        return cols.astype(np.int64) % F
+    raise ValueError(f"HistGradientBoosting: the preprocessor selects columns by {cols.dtype} "
+                     "(expected a mask or positions)")
+
+
+def _feature_label(names, j):
+    return repr(names[j]) if names is not None else f"at position {j}"
+
+
+def _is_number(v):
+    return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))
+
+
+def _category_inputs(cats, j, names, given):
+    """(values, codes): the integers the user feeds for categorical column j
+    and the OrdinalEncoder's code of each.  ``given`` None: the category
+    values themselves (integers in [0, 2^24), exact in float32); else a
+    list of categories whose positions the user feeds (pandas'
+    ``Series.cat.codes`` when the list is ``Series.cat.categories``)."""
+    label = _feature_label(names, j)
+    if given is None:
+        bad = [c for c in cats if not (_is_number(c) and np.isfinite(c) and float(c) == int(c)
+                                       and 0 <= c < MAX_CATEGORY_VALUE)]
+        if bad:
+            raise ValueError(
+                f"HistGradientBoosting: categorical feature {label} has categories ({_py_label(bad[:3])}"
+                f"{', ...' if len(bad) > 3 else ''}) that are not integers in [0, 2^24), which a float32 "
+                f"input cannot carry exactly; pass category_codes={{{label if names else j}: <its categories>}} "
+                "(pandas: Series.cat.categories) and feed the positions (Series.cat.codes)")
+        return np.array([int(c) for c in cats], np.int64), np.arange(len(cats), dtype=np.int64)
+    given = list(given)
+    if len(given) >= MAX_CATEGORY_VALUE:
+        raise ValueError(f"category_codes[{label}]: {len(given)} categories, at most 2^24 can be fed")
+    code = {}
+    for i, c in enumerate(cats):
+        code.setdefault(builders._py(c), i)
+    keys = [builders._py(c) for c in given]
+    if len(set(keys)) != len(keys):
+        raise ValueError(f"category_codes[{label}]: the categories repeat a value; each position "
+                         "must name one category")
+    pos = [(p, code[k]) for p, k in enumerate(keys) if k in code]
+    return (np.array([p for p, _ in pos], np.int64).reshape(-1),
+            np.array([c for _, c in pos], np.int64).reshape(-1))
+
+
+def _hgb_columns(est, category_codes):
+    """(columns, inputs) of a HistGradientBoosting estimator: the user's
+    column of each preprocessed column (its ColumnTransformer puts the
+    categorical columns first), and per categorical user column the
+    ``_category_inputs`` pairs; (None, None) when it has no categorical
+    features."""
+    pre = getattr(est, "_preprocessor", None)
+    F = int(est.n_features_in_)
+    names = [str(n) for n in getattr(est, "feature_names_in_", [])] or None
+    if pre is None:
+        if category_codes:
+            raise ValueError(f"category_codes: {type(est).__name__} has no categorical features")
+        return None, None
+    columns = np.full(F, -1, np.int64)
+    for name, _, cols in pre.transformers_:
+        sl = pre.output_indices_[name]
+        pos = _column_positions(cols, F)
+        if sl.stop - sl.start != len(pos):
+            raise ValueError(f"HistGradientBoosting: the preprocessor's {name!r} step changes the "
+                             "number of columns")
+        columns[sl] = pos
+    if sorted(columns.tolist()) != list(range(F)):
+        raise ValueError("HistGradientBoosting: the preprocessor does not pass each column once")
+    enc = pre.named_transformers_["encoder"]
+    cat_cols = columns[pre.output_indices_["encoder"]]
+    wanted = {}
+    for key, cats in (category_codes or {}).items():
+        if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
+            j = int(key)
+        elif names is not None and key in names:
+            j = names.index(key)
+        else:
+            raise ValueError(f"category_codes: {key!r} is not a feature of the model (names: "
+                             f"{names}; or give positions)")
+        if j not in cat_cols.tolist():
+            raise ValueError(f"category_codes: feature {_feature_label(names, j)} is not categorical")
+        wanted[j] = cats
+    inputs = {}
+    for j, cats in zip(cat_cols.tolist(), enc.categories_, strict=True):
+        cats = list(cats)
+        if cats and _is_number(cats[-1]) and np.isnan(cats[-1]):
+            cats = cats[:-1]                        # NaN: the missing direction, not a category
+        inputs[j] = _category_inputs(cats, j, names, wanted.get(j))
+    return columns, inputs
 
 
 def _classifier_task(est, K_margin, transform):
@@ -99,9 +250,10 @@ def _py_label(classes):
     return ", ".join(repr(builders._py(c)) for c in classes)
 
 
-def raw_trees(est):
+def raw_trees(est, category_codes=None):
     """(raw trees, base score [K], task, divisor) of a tree-family estimator
-    in scikit-learn's summation order, or None for other estimators."""
+    in scikit-learn's summation order, or None for other estimators.
+    ``category_codes``: ``from_sklearn``'s."""
     from sklearn import ensemble, tree
     name = type(est).__name__
     is_clf = hasattr(est, "classes_")
@@ -110,6 +262,10 @@ def raw_trees(est):
     if is_clf and len(est.classes_) < 2:
         raise ValueError(f"{name}: fitted on one class ({_py_label(est.classes_)}); it predicts that "
                          "class for every row, and a classifier needs 2 or more classes to import")
+    hgb = (ensemble.HistGradientBoostingClassifier, ensemble.HistGradientBoostingRegressor)
+    if category_codes and not isinstance(est, hgb):
+        raise ValueError(f"category_codes: {name} has no categorical features (only "
+                         "HistGradientBoosting* with categorical_features has)")
     forests = (ensemble.RandomForestClassifier, ensemble.RandomForestRegressor,
                ensemble.ExtraTreesClassifier, ensemble.ExtraTreesRegressor)
     if isinstance(est, (tree.BaseDecisionTree,) + forests):
@@ -147,7 +303,7 @@ def raw_trees(est):
                                                           "quantile"):
             raise ValueError(f"{name}: loss {est.loss!r} is not supported")
         return trees, base, task, 1.0
-    if isinstance(est, (ensemble.HistGradientBoostingClassifier, ensemble.HistGradientBoostingRegressor)):
+    if isinstance(est, hgb):
         loss = getattr(est, "loss", "")
         if not is_clf and loss not in ("squared_error", "absolute_error", "quantile"):
             raise ValueError(f"{name}: loss {loss!r} transforms the raw prediction (e.g. exp for "
@@ -156,7 +312,8 @@ def raw_trees(est):
         base = np.zeros(np.size(est._baseline_prediction)) + np.asarray(est._baseline_prediction,
                                                                          np.float64).ravel()
         K = base.shape[0]
-        trees = [_hgb(p, k, K) for it in est._predictors for k, p in enumerate(it)]
+        columns, inputs = _hgb_columns(est, category_codes)
+        trees = [_hgb(p, k, K, columns, inputs) for it in est._predictors for k, p in enumerate(it)]
         task = (_classifier_task(est, K, "logistic" if K == 1 else "softmax") if is_clf
                 else builders.regression_task())
         return trees, base, task, 1.0
@@ -164,13 +321,21 @@ def raw_trees(est):
 
 
 @cost_parameters_doc('``feature_names_in_``')
-def from_sklearn(est, feature_costs=None, *, by_position=False, costs=None):
+def from_sklearn(est, feature_costs=None, *, by_position=False, costs=None, category_codes=None):
     """Import a fitted scikit-learn estimator as an IR model.
 
     Parameters
     ----------
     est : fitted estimator (see the module docstring for the families)
     {cost_parameters}
+    category_codes : dict, optional
+        HistGradientBoosting with categorical features only: ``{feature
+        name or position: categories}`` for the columns whose rows will
+        carry positions in ``categories`` instead of category values, e.g.
+        ``{"color": df["color"].cat.categories}`` to feed
+        ``df["color"].cat.codes`` (needed where the categories are not
+        integers in [0, 2^24), such as strings).  Other categorical columns
+        carry the category values themselves.
 
     Returns
     -------
@@ -183,7 +348,7 @@ def from_sklearn(est, feature_costs=None, *, by_position=False, costs=None):
     F = int(est.n_features_in_)
     fc = resolve_costs(feature_costs, F, names, by_position=by_position)
     info = {"library": "sklearn", "estimator": type(est).__name__}
-    got = raw_trees(est)
+    got = raw_trees(est, category_codes)
     if got is not None:
         trees, base, task, divisor = got
         return tree_model([tree_dict(t) for t in trees], fc, task, base, divisor, info)
@@ -212,7 +377,7 @@ def tree_model(trees, fc, task, base, divisor, info):
     """The float64 bank of a tree family (also read from sklearn-json)."""
     info["exact"] = "margins are scikit-learn's bit for bit (float64 bank)"
     return bank_model(trees, fc, task, base_score=base, source="sklearn", info=info,
-                      precision="float64", divisor=divisor)
+                      precision="float64", divisor=divisor, category_rule="integer")
 
 
 def _kernel_model(est, fc, info):

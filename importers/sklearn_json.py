@@ -10,9 +10,10 @@ costs)`` (no scikit-learn needed) reads it back into the same model
 import FILE --from sklearn-json``.  Linear models and kernel machines have
 no sklearn-json: import them with ``from_sklearn`` and save the IR.
 
-The format (version 1), one JSON object::
+The format (version 1; version 2 when a tree has categorical splits), one
+JSON object::
 
-    {"format": "skinflint-sklearn-json", "version": 1,
+    {"format": "skinflint-sklearn-json", "version": 1 | 2,
      "estimator": "RandomForestClassifier", "n_features": F,
      "feature_names": [...] or null,
      "task": {"kind": "regression" | "binary" | "multiclass", "n_outputs": K,
@@ -23,7 +24,20 @@ The format (version 1), one JSON object::
                               "inf" / "-inf" where scikit-learn's is infinite],
                 "left": [M], "right": [M] (-1 at leaves),
                 "missing_left": [M bools: where NaN goes],
-                "value": [M * K doubles, row-major]}, ...]}
+                "value": [M * K doubles, row-major],
+                version 2, trees with categorical splits only:
+                "category_sets": [M entries: null, or the uint32 words (LSB
+                                  first) of the node's LEFT set of fed values],
+                "other_left": [M bools: where a value outside the rule goes]},
+               ...]}
+
+A categorical node (histogram gradient boosting with
+``categorical_features``) has threshold 0 and follows the IR's "integer"
+rule: NaN goes by ``missing_left``; a fed value x that is an integer >= 0
+below 32 times the set's words goes left iff it is in the set; any other
+value by ``other_left``.  The sets are over the values the user feeds (the
+model's OrdinalEncoder already composed in, ``from_sklearn``'s
+``category_codes`` too), and ``feature`` indexes the user's columns.
 
 ``n_trees`` (optional, checked when present; ``to_json`` writes it) is the
 length of ``trees``, so a file that lost a tree is refused instead of read
@@ -39,7 +53,8 @@ import os
 import numpy as np
 
 from ..ir import builders
-from ..ir.arrays import bool_array, float64_array, int_array, scalar_float, scalar_int
+from ..ir.arrays import bool_array, float64_array, int_array, scalar_float, scalar_int, uint32_array
+from ..ir.codes import MAX_CATEGORY_WORDS
 from ..ir.errors import IRError
 from ..ir.json_io import parse_json, read_limited
 from ..ir.model import Task, validate_task
@@ -48,6 +63,7 @@ from .sklearn import raw_trees, tree_dict, tree_model
 
 FORMAT = "skinflint-sklearn-json"
 VERSION = 1
+CATEGORY_VERSION = 2           # written only when a tree has categorical splits
 MAX_TREES = 1 << 20
 
 
@@ -75,32 +91,44 @@ def _thresholds_in(value, field, M):
     return out
 
 
-def to_dict(est) -> dict:
-    """The sklearn-json object of a fitted tree-family estimator."""
+def _tree_out(t):
+    out = {"feature": t["feature"].tolist(), "threshold": _thresholds_out(t["threshold"]),
+           "left": t["left"].tolist(), "right": t["right"].tolist(),
+           "missing_left": t["missing_left"].tolist(), "value": t["value"].ravel().tolist()}
+    if t.get("category_sets") is not None:
+        out["category_sets"] = [None if c is None else np.asarray(c, np.uint32).tolist()
+                                for c in t["category_sets"]]
+        out["other_left"] = np.asarray(t["other_left"], bool).tolist()
+    return out
+
+
+def to_dict(est, category_codes=None) -> dict:
+    """The sklearn-json object of a fitted tree-family estimator
+    (``category_codes``: ``from_sklearn``'s)."""
     from sklearn.utils.validation import check_is_fitted
     check_is_fitted(est)
-    got = raw_trees(est)
+    got = raw_trees(est, category_codes)
     if got is None:
         raise ValueError(f"sklearn-json holds tree models (decision trees, forests, (hist) gradient "
                          f"boosting), not {type(est).__name__}; import it in Python with "
                          "skinflint.importers.from_sklearn and save the model with skinflint.ir.save")
     trees, base, task, divisor = got
     names = [str(n) for n in getattr(est, "feature_names_in_", [])] or None
-    return {"format": FORMAT, "version": VERSION, "estimator": type(est).__name__,
+    categorical = any(t.get("category_sets") is not None for t in trees)
+    return {"format": FORMAT, "version": CATEGORY_VERSION if categorical else VERSION,
+            "estimator": type(est).__name__,
             "n_features": int(est.n_features_in_), "feature_names": names,
             "task": {"kind": task.kind, "n_outputs": task.n_outputs,
                      "classes": [_py(c) for c in task.classes], "transform": task.transform},
             "base_score": np.asarray(base, np.float64).tolist(), "divisor": float(divisor),
             "n_trees": len(trees),
-            "trees": [{"feature": t["feature"].tolist(), "threshold": _thresholds_out(t["threshold"]),
-                       "left": t["left"].tolist(), "right": t["right"].tolist(),
-                       "missing_left": t["missing_left"].tolist(),
-                       "value": t["value"].ravel().tolist()} for t in trees]}
+            "trees": [_tree_out(t) for t in trees]}
 
 
-def to_json(est, path=None) -> str:
-    """sklearn-json text of ``est``; written to ``path`` too when given."""
-    text = json.dumps(to_dict(est), allow_nan=False)
+def to_json(est, path=None, *, category_codes=None) -> str:
+    """sklearn-json text of ``est``; written to ``path`` too when given
+    (``category_codes``: ``from_sklearn``'s)."""
+    text = json.dumps(to_dict(est, category_codes), allow_nan=False)
     if path is not None:
         with open(path, "w", encoding="utf-8") as fh:
             fh.write(text)
@@ -135,8 +163,10 @@ def from_sklearn_json(source, feature_costs=None, *, by_position=False, costs=No
     if not isinstance(d, dict) or d.get("format") != FORMAT:
         raise IRError(f"format: expected {FORMAT!r}; write the file with "
                       "skinflint.importers.sklearn_json.to_json(estimator, path)")
-    if d.get("version") != VERSION or isinstance(d.get("version"), bool):
-        raise IRError(f"version: unknown version {d.get('version')!r}; this skinflint reads version {VERSION}")
+    version = d.get("version")
+    if version not in (VERSION, CATEGORY_VERSION) or isinstance(version, bool):
+        raise IRError(f"version: unknown version {version!r}; this skinflint reads versions "
+                      f"{VERSION} and {CATEGORY_VERSION}")
     F = scalar_int(_field(d, "n_features", ""), "n_features", low=1, high=1 << 24)
     names = d.get("feature_names")
     if names is not None and (not isinstance(names, list) or len(names) != F
@@ -177,7 +207,11 @@ def from_sklearn_json(source, feature_costs=None, *, by_position=False, costs=No
                     "left": int_array(_field(tr, "left", w), f"{w}.left", length=M, low=-1, high=M).astype(np.int64),
                     "right": int_array(_field(tr, "right", w), f"{w}.right", length=M, low=-1, high=M).astype(np.int64),
                     "missing_left": bool_array(_field(tr, "missing_left", w), f"{w}.missing_left", length=M),
-                    "value": float64_array(_field(tr, "value", w), f"{w}.value", length=M * K).reshape(M, K)})
+                    "value": float64_array(_field(tr, "value", w), f"{w}.value", length=M * K).reshape(M, K),
+                    **_categories_in(tr, w, M, version)})
+    if version == CATEGORY_VERSION and not any("category_sets" in r for r in raw):
+        raise IRError(f"version: {CATEGORY_VERSION} is written for trees with categorical splits, "
+                      "and no tree has category_sets; the file is damaged")
     fc = resolve_costs(feature_costs, F, names, by_position=by_position)
     info = {"library": "sklearn", "estimator": str(d.get("estimator", "")), "via": "sklearn-json"}
     local = [tree_dict(r) for r in raw]
@@ -188,11 +222,36 @@ def from_sklearn_json(source, feature_costs=None, *, by_position=False, costs=No
         raise
 
 
+def _categories_in(tr, w, M, version):
+    """A tree's category_sets / other_left (version 2), checked."""
+    if "category_sets" not in tr and "other_left" not in tr:
+        return {}
+    if version != CATEGORY_VERSION:
+        raise IRError(f"{w}.category_sets: categorical splits need version {CATEGORY_VERSION}, "
+                      f"the file says {version}")
+    sets = _field(tr, "category_sets", w)
+    if not isinstance(sets, list) or len(sets) != M:
+        raise IRError(f"{w}.category_sets: expected a list of {M} entries (null or a list of words)")
+    out = []
+    for m, c in enumerate(sets):
+        if c is None:
+            out.append(None)
+        elif isinstance(c, list) and 1 <= len(c) <= MAX_CATEGORY_WORDS:
+            out.append(np.array(uint32_array(c, f"{w}.category_sets[{m}]")))
+        else:
+            raise IRError(f"{w}.category_sets[{m}]: expected null or a list of 1 to "
+                          f"{MAX_CATEGORY_WORDS} uint32 words")
+    return {"category_sets": out,
+            "other_left": bool_array(_field(tr, "other_left", w), f"{w}.other_left", length=M)}
+
+
 def _blame_one_tree(local, K):
     """The merged bank was refused: check each tree alone so the error
     names ``trees[i]`` and the tree's own node index (the merged bank's
     indices are global); nothing when no tree fails alone."""
     for i, t in enumerate(local):
+        cats = (None if t.get("category_sets") is None else
+                builders.category_splits(t["category_sets"], t["other_left"], rule="integer"))
         builders.trees_from_arrays(t["feature"], t["threshold"], t["left"], t["right"],
                                    t["value"].reshape(-1, K), missing_left=t["missing_left"],
-                                   name=f"trees[{i}]", precision="float64")
+                                   name=f"trees[{i}]", precision="float64", categories=cats)
