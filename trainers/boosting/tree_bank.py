@@ -20,6 +20,7 @@ import numpy as np
 
 from ... import ir
 from .booster import BinnedData, boost, rounds_to_bank
+from .grower import CategoryOptions
 from .losses import make_loss
 
 
@@ -67,7 +68,7 @@ def tier_sizes(n_estimators, n_tiers) -> list:
 
 def tiered_bank(X, y_pm, costs, *, tiers=None, n_estimators=300, cost_tradeoff=0.0, max_depth=4,
                 learning_rate=0.1, min_samples_leaf=20, max_bins=255, tree_eval_cost=0.0,
-                random_state=None) -> ir.TreesNode:
+                random_state=None, categories: CategoryOptions | None = None) -> ir.TreesNode:
     """A cost-tiered tree bank.
 
     Parameters
@@ -85,6 +86,9 @@ def tiered_bank(X, y_pm, costs, *, tiers=None, n_estimators=300, cost_tradeoff=0
         e_t of every tree.
     random_state : int or None
         Seeds the threshold sample.
+    categories : CategoryOptions, optional
+        Category-set splits on ``categories.is_cat`` (GreedyMiserClassifier's
+        ``categorical_features``); None: numeric splits only.
 
     Returns
     -------
@@ -94,7 +98,8 @@ def tiered_bank(X, y_pm, costs, *, tiers=None, n_estimators=300, cost_tradeoff=0
     eff = effective_costs(costs)
     masks = [eff <= cap for cap in caps if (eff <= cap).any()] + [np.ones(eff.shape[0], bool)]
     rng = np.random.default_rng(random_state)
-    data = BinnedData.from_X(X, max_bins, seed=int(rng.integers(2**31)))
+    data = BinnedData.from_X(X, max_bins, seed=int(rng.integers(2**31)),
+                             categorical=None if categories is None else categories.is_cat)
     loss = make_loss("squared")
     y = np.asarray(y_pm, np.float64)
     raw = np.tile(loss.initial_scores(y, np.ones(y.shape[0])), (y.shape[0], 1))
@@ -102,7 +107,7 @@ def tiered_bank(X, y_pm, costs, *, tiers=None, n_estimators=300, cost_tradeoff=0
     for mask, size in zip(masks, tier_sizes(n_estimators, len(masks))):
         res = boost(data, loss, y, size, costs=costs, cost_tradeoff=cost_tradeoff, init_scores=raw,
                     allowed_features=mask, learning_rate=learning_rate, max_depth=max_depth,
-                    min_samples_leaf=min_samples_leaf, rng=rng)
+                    min_samples_leaf=min_samples_leaf, rng=rng, categories=categories)
         rounds += res.rounds
         raw = res.raw
     return rounds_to_bank(rounds, 1, tree_cost=float(tree_eval_cost), name="cascade dictionary")
@@ -122,6 +127,7 @@ def subset_bank(bank: ir.TreesNode, keep) -> ir.TreesNode:
     (as ``ir.concat_trees`` builds them)."""
     keep = np.asarray(keep, np.int64)
     ends = np.r_[bank.roots[1:], bank.feature.shape[0]]
+    cs = getattr(bank, "categories", None)
     trees = []
     for t in keep:
         lo, hi = int(bank.roots[t]), int(ends[t])
@@ -133,10 +139,15 @@ def subset_bank(bank: ir.TreesNode, keep) -> ir.TreesNode:
         trees.append(dict(feature=bank.feature[lo:hi], threshold=bank.threshold[lo:hi],
                           left=np.where(lt >= 0, lt - lo, -1), right=np.where(rt >= 0, rt - lo, -1),
                           missing_left=bank.missing_left[lo:hi], value=bank.value[lo:hi]))
+        if cs is not None:   # the kept trees' category sets, words copied as they are
+            trees[-1]["category_sets"] = [cs.bits[cs.begin[m]:cs.begin[m] + cs.words[m]] if cs.words[m] > 0
+                                          else None for m in range(lo, hi)]
+            trees[-1]["other_left"] = cs.other_left[lo:hi]
     if not trees:
         trees = [dict(feature=np.array([-1]), threshold=np.array([0.0]), left=np.array([-1]),
                       right=np.array([-1]), value=np.zeros((1, bank.n_outputs), np.float32))]
         cost = np.zeros(1)
     else:
         cost = bank.tree_cost[keep]
-    return ir.concat_trees(trees, tree_cost=cost, base_score=np.zeros(bank.n_outputs), name=bank.name)
+    return ir.concat_trees(trees, tree_cost=cost, base_score=np.zeros(bank.n_outputs), name=bank.name,
+                           **({} if cs is None else {"category_rule": cs.rule}))

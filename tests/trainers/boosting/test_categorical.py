@@ -208,3 +208,27 @@ def test_defaults_leave_the_metadata_as_before():
                 "max_cat_to_onehot"} & set(params)
     with_cat = stump(categorical_features=[0]).fit(X, y).model_.metadata["params"]
     assert with_cat["categorical_features"] == [0]
+
+
+def test_tree_banks_carry_category_sets():
+    """The cascades' tree banks: ``tiered_bank`` grows set splits when given
+    the option, ``subset_bank`` keeps them, and ``tree_outputs`` (the
+    dictionary h(x)) walks them as the reference runtime does."""
+    from skinflint.ir import FeatureCosts
+    from skinflint.trainers.boosting.booster import tree_outputs
+    from skinflint.trainers.boosting.tree_bank import subset_bank, tiered_bank
+    X, y = hidden_set_data(6000)
+    opts = CategoryOptions(np.array([True, False]), min_data_per_group=10)
+    bank = tiered_bank(X, 2.0 * y - 1, FeatureCosts.from_arrays([1.0, 1.0]), tiers=[], n_estimators=6,
+                       max_depth=2, random_state=0, categories=opts)
+    assert bank.categories is not None and bank.categories.is_categorical.any()
+    m = GreedyMiserClassifier(n_estimators=6, max_depth=2, categorical_features=[0], min_data_per_group=10,
+                              verbose=0).fit(X, y)
+    H = tree_outputs(m.model_.nodes[0], X)
+    acc = np.full(len(X), m.base_score_[0], np.float32)
+    for t in range(H.shape[1]):    # float32 sums in tree order, as the runtimes add
+        acc = acc + H[:, t]
+    np.testing.assert_array_equal(acc, m.decision_function(X))
+    keep = [1, 4]
+    sub = subset_bank(bank, keep)
+    np.testing.assert_array_equal(tree_outputs(sub, X), tree_outputs(bank, X)[:, keep])
