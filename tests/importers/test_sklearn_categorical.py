@@ -288,3 +288,36 @@ def test_sklearn_json_damaged_categories_refused():
         with pytest.raises(IRError) as e:
             from_sklearn_json(_damaged(d, edit))
         assert str(e.value).startswith(field), (field, str(e.value))
+
+
+def test_categorical_column_never_split_on_still_reorders():
+    """A categorical column the trees never split on leaves no set split in
+    the bank, yet the model reads its columns categorical-first: the
+    numeric splits must land on the user's columns (before issue 34 the
+    importer took the preprocessed positions as the user's)."""
+    rng = np.random.default_rng(5)
+    Xt = rng.normal(size=(N, 3)).astype(np.float32)
+    Xt[:, 2] = rng.choice(np.float32([1, 2]), N)            # noise, last column
+    est = _fit(ensemble.HistGradientBoostingRegressor(max_iter=8, max_leaf_nodes=6, categorical_features=[2],
+                                                      random_state=0), Xt, 3 * Xt[:, 0] - 2 * Xt[:, 1])
+    assert not any(p.nodes["is_categorical"].any() for it in est._predictors for p in it)
+    m = from_sklearn(est)
+    assert m.nodes[0].categories is None
+    assert set(m.nodes[0].feature[m.nodes[0].feature >= 0].tolist()) == {0, 1}
+    R = _rows(Xt, [2], 3)
+    _check_parity(est, m, R, _finite_in(R, [2]))
+    assert json.loads(to_json(est))["version"] == 1
+
+
+def test_command_line_imports_categorical_sklearn_json(tmp_path):
+    from skinflint import ir
+    from skinflint.cli import main
+    est = _fit(ensemble.HistGradientBoostingRegressor(max_iter=4, categorical_features=CAT_COLUMNS,
+                                                      random_state=0), X, Y_REG)
+    src, out = tmp_path / "hgb.json", tmp_path / "model.json"
+    to_json(est, src)
+    assert main(["import", str(src), "--from", "sklearn-json", "-o", str(out)]) == 0
+    got = ir.load(out)
+    assert got.hash() == from_sklearn(est).hash() and got.nodes[0].categories is not None
+    R = _rows(X, CAT_COLUMNS, [101, 6])
+    _check_parity(est, got, R, _finite_in(R, CAT_COLUMNS))
