@@ -250,6 +250,31 @@ def _py_label(classes):
     return ", ".join(repr(builders._py(c)) for c in classes)
 
 
+def category_inputs(est, category_codes=None) -> dict:
+    """What each categorical column of a HistGradientBoosting model carries
+    in the imported model's rows, by feature name (else position):
+    ``"values"`` (the category values) or the list of categories whose
+    positions it carries (``category_codes``); {} for other models.  Kept
+    in the model's metadata (``source.category_inputs``)."""
+    from sklearn import ensemble
+    if not isinstance(est, (ensemble.HistGradientBoostingClassifier, ensemble.HistGradientBoostingRegressor)):
+        return {}
+    columns, inputs = _hgb_columns(est, category_codes)
+    if inputs is None:
+        return {}
+    names = [str(n) for n in getattr(est, "feature_names_in_", [])] or None
+    given = {}
+    for key, cats in (category_codes or {}).items():
+        j = int(key) if isinstance(key, (int, np.integer)) else names.index(key)
+        given[j] = [_json_value(c) for c in cats]
+    return {(names[j] if names else str(j)): given.get(j, "values") for j in sorted(inputs)}
+
+
+def _json_value(c):
+    c = builders._py(c)
+    return c if isinstance(c, (str, int)) or (isinstance(c, float) and np.isfinite(c)) else str(c)
+
+
 def raw_trees(est, category_codes=None):
     """(raw trees, base score [K], task, divisor) of a tree-family estimator
     in scikit-learn's summation order, or None for other estimators.
@@ -351,6 +376,8 @@ def from_sklearn(est, feature_costs=None, *, by_position=False, costs=None, cate
     got = raw_trees(est, category_codes)
     if got is not None:
         trees, base, task, divisor = got
+        if any(t.get("category_sets") is not None for t in trees):
+            info["category_inputs"] = category_inputs(est, category_codes)
         return tree_model([tree_dict(t) for t in trees], fc, task, base, divisor, info)
     if hasattr(est, "support_vectors_") and hasattr(est, "dual_coef_"):
         return _kernel_model(est, fc, info)

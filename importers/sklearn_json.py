@@ -19,6 +19,8 @@ JSON object::
      "task": {"kind": "regression" | "binary" | "multiclass", "n_outputs": K,
               "classes": [...], "transform": "identity" | "logistic" | "softmax"},
      "base_score": [K doubles], "divisor": d, "n_trees": T,
+     "category_inputs": {feature: "values" or [categories]} (version 2: what
+                        each categorical column carries, kept as metadata),
      "trees": [{"feature": [M ints, -1 at leaves],
                 "threshold": [M doubles: go left when double(x) <= threshold;
                               "inf" / "-inf" where scikit-learn's is infinite],
@@ -59,7 +61,7 @@ from ..ir.errors import IRError
 from ..ir.json_io import parse_json, read_limited
 from ..ir.model import Task, validate_task
 from ._common import cost_argument, resolve_costs
-from .sklearn import raw_trees, tree_dict, tree_model
+from .sklearn import category_inputs, raw_trees, tree_dict, tree_model
 
 FORMAT = "skinflint-sklearn-json"
 VERSION = 1
@@ -115,7 +117,8 @@ def to_dict(est, category_codes=None) -> dict:
     trees, base, task, divisor = got
     names = [str(n) for n in getattr(est, "feature_names_in_", [])] or None
     categorical = any(t.get("category_sets") is not None for t in trees)
-    return {"format": FORMAT, "version": CATEGORY_VERSION if categorical else VERSION,
+    extra = {"category_inputs": category_inputs(est, category_codes)} if categorical else {}
+    return {"format": FORMAT, "version": CATEGORY_VERSION if categorical else VERSION, **extra,
             "estimator": type(est).__name__,
             "n_features": int(est.n_features_in_), "feature_names": names,
             "task": {"kind": task.kind, "n_outputs": task.n_outputs,
@@ -214,12 +217,24 @@ def from_sklearn_json(source, feature_costs=None, *, by_position=False, costs=No
                       "and no tree has category_sets; the file is damaged")
     fc = resolve_costs(feature_costs, F, names, by_position=by_position)
     info = {"library": "sklearn", "estimator": str(d.get("estimator", "")), "via": "sklearn-json"}
+    if any("category_sets" in r for r in raw):
+        info["category_inputs"] = _category_inputs_in(d.get("category_inputs", {}))
     local = [tree_dict(r) for r in raw]
     try:
         return tree_model(local, fc, task, base, divisor, info)
     except IRError:
         _blame_one_tree(local, K)
         raise
+
+
+def _category_inputs_in(value):
+    """``category_inputs`` (metadata: what each categorical column carries)."""
+    if not isinstance(value, dict) or not all(
+            isinstance(k, str) and (v == "values" or (isinstance(v, list) and all(
+                isinstance(c, (str, int, float)) and not isinstance(c, bool) for c in v)))
+            for k, v in value.items()):
+        raise IRError('category_inputs: expected an object of feature -> "values" or a list of categories')
+    return value
 
 
 def _categories_in(tr, w, M, version):

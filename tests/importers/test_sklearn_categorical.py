@@ -191,6 +191,7 @@ def test_dataframe_category_dtype_codes_and_values():
         from_sklearn(est)
     m = from_sklearn(est, category_codes={"s": df["s"].cat.categories})
     assert [f.name for f in m.features] == ["x", "s", "i", "z"]
+    assert m.metadata["source"]["category_inputs"] == {"s": s_cats, "i": "values"}
     assert m.nodes[0].categories is not None
     M = np.column_stack([df["x"], df["s"].cat.codes, df["i"].astype(float), df["z"]]).astype(np.float32)
     assert (M[:, 1] == -1).any()                         # pandas' missing code
@@ -258,8 +259,12 @@ def test_sklearn_json_round_trip(tmp_path):
     text = to_json(est, tmp_path / "m.json", category_codes=codes)
     d = json.loads(text)
     assert d["version"] == 2 and any("category_sets" in t for t in d["trees"])
+    assert d["category_inputs"] == {"s": s_cats, "i": "values"}
     got = from_sklearn_json(tmp_path / "m.json")
     assert got.hash() == from_sklearn(est, category_codes=codes).hash()
+    assert got.metadata["source"]["category_inputs"] == {"s": s_cats, "i": "values"}
+    with pytest.raises(IRError, match="^category_inputs: expected"):
+        from_sklearn_json({**d, "category_inputs": {"s": 3}})
     # numeric-only models keep version 1
     assert json.loads(to_json(_fit(ensemble.HistGradientBoostingRegressor(max_iter=2), X, Y_REG)))["version"] == 1
 
