@@ -23,11 +23,11 @@ import numpy as np
 from numba import njit, prange
 
 from ..ir.codes import QX_CUTOFF
-from ._split import child
+from ._split import category_left
 
 
 @njit(cache=True)
-def _tree_all(tree_cost, tree_root, tn_feature, tn_threshold, tn_left, tn_right, tn_missing_left, tn_cat,
+def _tree_all(tree_cost, tree_root, tn_feature, tn_threshold, tn_left, tn_right, tn_missing_left, any_cat, tn_cat,
               tn_cat_words, tn_cat_rule, tn_other_left, cat_bits, tn_value, leaf_value, feat_group, group_cost,
               feat_cost, X, a, gt, alive, n_alive, halted, acc, done, used, gstamp, cost, budget, walk, node):
     """Global tree gt for every document still in: each pays the tree's cost, then walks it root to leaf
@@ -74,8 +74,17 @@ def _tree_all(tree_cost, tree_root, tn_feature, tn_threshold, tn_left, tn_right,
                 used[row, j] = True
                 if g >= 0:
                     gstamp[d, g] = True
-            node[w] = child(X[row, j], mk, tn_threshold, tn_left, tn_right, tn_missing_left, tn_cat, tn_cat_words,
-                            tn_cat_rule, tn_other_left, cat_bits)
+            x = X[row, j]
+            lft = tn_left[mk]
+            rgt = tn_right[mk]
+            if x != x:
+                node[w] = lft if tn_missing_left[mk] else rgt
+            elif any_cat and tn_cat[mk] >= 0:
+                node[w] = lft if category_left(x, tn_cat_rule[mk], tn_cat_words[mk], tn_cat[mk], tn_other_left[mk],
+                                               cat_bits) else rgt
+            else:
+                go = np.int32(x > tn_threshold[mk])
+                node[w] = lft + go * (rgt - lft)
             active = True
     for w in range(nw):
         d = walk[w]
@@ -92,6 +101,7 @@ def _query(T, after, keep, rule, gap, X, a, n, budget, scores, cost_out, stage, 
     first = T.node_first[top]
     count = T.node_count[top]
     J = after.shape[0]
+    any_cat = T.tn_cat.max() >= 0     # a bank without sets keeps the branchless numeric walk (_vm.py)
     acc = np.full(n, T.bias[T.node_bias[top]], np.float32)
     cost = np.zeros(n)
     gstamp = np.zeros((n, T.group_cost.shape[0]), np.bool_)
@@ -107,7 +117,7 @@ def _query(T, after, keep, rule, gap, X, a, n, budget, scores, cost_out, stage, 
         end = after[j] if j < J else count
         while t < end:
             _tree_all(T.tree_cost, T.tree_root, T.tn_feature, T.tn_threshold, T.tn_left, T.tn_right,
-                      T.tn_missing_left, T.tn_cat, T.tn_cat_words, T.tn_cat_rule, T.tn_other_left, T.cat_bits,
+                      T.tn_missing_left, any_cat, T.tn_cat, T.tn_cat_words, T.tn_cat_rule, T.tn_other_left, T.cat_bits,
                       T.tn_value, T.leaf_value, T.feat_group, T.group_cost, T.feat_cost, X, a,
                       first + t, alive, n_alive, halted, acc, done, used, gstamp, cost, budget, walk, node)
             t += 1

@@ -37,7 +37,7 @@ from ..ir.codes import (
     TERM_TREE,
 )
 from ._expf import expf
-from ._split import child
+from ._split import category_left
 
 
 def _kernel(**options):
@@ -87,8 +87,16 @@ def _walk(feat_group, group_cost, feat_cost, tree_root, tree_cost, tn_feature, t
         j = tn_feature[m]
         if not _acquire(feat_group, group_cost, feat_cost, j, tag, fstamp, gstamp, cost, budget):
             return -1
-        m = child(X[row, j], m, tn_threshold, tn_left, tn_right, tn_missing_left, tn_cat, tn_cat_words,
-                  tn_cat_rule, tn_other_left, cat_bits)
+        x = X[row, j]
+        if x != x:
+            m = tn_left[m] if tn_missing_left[m] else tn_right[m]
+        elif tn_cat[m] >= 0:
+            m = tn_left[m] if category_left(x, tn_cat_rule[m], tn_cat_words[m], tn_cat[m], tn_other_left[m],
+                                            cat_bits) else tn_right[m]
+        elif x <= tn_threshold[m]:
+            m = tn_left[m]
+        else:
+            m = tn_right[m]
     tstamp[t] = tag
     tleaf[t] = m
     return m
@@ -305,6 +313,9 @@ def _evaluate_bank(T, X, budget, scores, cost_out, stage, used):
     base = T.node_bias[top]
     f64 = T.node_f64[top]
     div = T.node_div[top]
+    # loop-invariant: a bank without category sets keeps the branchless numeric walk (the
+    # compiler unswitches the loop on it; testing tn_cat per split cost 20 % here)
+    any_cat = T.tn_cat.max() >= 0
     for c in prange((N + BLOCK - 1) // BLOCK):
         r0 = c * BLOCK
         nb = min(BLOCK, N - r0)
@@ -352,8 +363,17 @@ def _evaluate_bank(T, X, budget, scores, cost_out, stage, used):
                         fstamp[k, f] = True
                         if g >= 0:
                             gstamp[k, g] = True
-                    m[k] = child(X[r0 + k, f], mk, T.tn_threshold, T.tn_left, T.tn_right, T.tn_missing_left,
-                                 T.tn_cat, T.tn_cat_words, T.tn_cat_rule, T.tn_other_left, T.cat_bits)
+                    x = X[r0 + k, f]
+                    lft = T.tn_left[mk]
+                    rgt = T.tn_right[mk]
+                    if x != x:
+                        m[k] = lft if T.tn_missing_left[mk] else rgt
+                    elif any_cat and T.tn_cat[mk] >= 0:
+                        m[k] = lft if category_left(x, T.tn_cat_rule[mk], T.tn_cat_words[mk], T.tn_cat[mk],
+                                                    T.tn_other_left[mk], T.cat_bits) else rgt
+                    else:
+                        go = np.int32(x > T.tn_threshold[mk])
+                        m[k] = lft + go * (rgt - lft)
                     active = True
             for k in range(nb):
                 if not halted[k]:

@@ -201,16 +201,25 @@ def adversarial_rows(model, X=None, *, seed=0, max_rows=4000) -> np.ndarray:
 _NOT_CODES = np.array([-1.5, -1.0, -0.5, -0.0, 2.0 ** 24, 2.0 ** 31, 1e10], np.float32)
 
 
+# a set's codes listed one by one up to this many (XGBoost's sets reach 2**24 codes)
+_MAX_CODES = 1024
+
+
 def _category_values(bank):
     """(feature, value) pairs for a bank's category-set splits: every code
-    of each set's range and the first past it, each set member +- 0.5, and
-    values that are no code (``_NOT_CODES``)."""
+    of each set's range (the first ``_MAX_CODES``, its last code and the
+    first past it for a larger range), set members +- 0.5 (the first and last
+    ``_MAX_CODES`` of a larger set) and values that are no code (``_NOT_CODES``)."""
     cs = bank.categories
     feats, values = [], []
     for m in np.flatnonzero(cs.is_categorical):
+        span = 32 * int(cs.words[m])
         members = cs.codes(m).astype(np.float32)
-        v = np.concatenate([np.arange(32 * int(cs.words[m]) + 1, dtype=np.float32), members - 0.5,
-                            members + 0.5, _NOT_CODES])
+        if members.shape[0] > 2 * _MAX_CODES:
+            members = np.concatenate([members[:_MAX_CODES], members[-_MAX_CODES:]])
+        codes = np.arange(min(span, _MAX_CODES), dtype=np.float32)
+        v = np.concatenate([codes, np.array([span - 1, span], np.float32), members - 0.5, members + 0.5,
+                            _NOT_CODES])
         feats.append(np.full(v.shape[0], bank.feature[m], np.int64))
         values.append(v)
     return np.concatenate(feats), np.concatenate(values)

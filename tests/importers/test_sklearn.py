@@ -112,10 +112,6 @@ def test_unsupported_refused():
         from_sklearn(svm.SVC().fit(XF, Y_3))
     with pytest.raises(ValueError, match="poisson"):
         from_sklearn(ensemble.HistGradientBoostingRegressor(loss="poisson", max_iter=2).fit(X, np.abs(Y_REG)))
-    with pytest.raises(ValueError, match="categorical"):
-        Xc = XF.copy()
-        Xc[:, 0] = np.arange(len(Xc)) % 4
-        from_sklearn(ensemble.HistGradientBoostingClassifier(max_iter=2, categorical_features=[0]).fit(Xc, Y_BIN))
 
 
 @pytest.mark.parametrize("est", [tree.DecisionTreeClassifier(max_depth=2),

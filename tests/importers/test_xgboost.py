@@ -94,15 +94,6 @@ def test_raw_margin_imports_poisson_margins():
     assert same_bits(ReferenceRuntime(m).predict(X).scores, _margins(b, X))
 
 
-def test_categorical_splits_refused():
-    import pandas as pd
-    df = pd.DataFrame({"a": pd.Categorical(np.arange(len(X)) % 4), "b": X[:, 0]})
-    b = xgb.train({"max_depth": 3, "tree_method": "hist", "nthread": 1},
-                  xgb.DMatrix(df, label=(np.arange(len(X)) % 4 == 1) * 1.0, enable_categorical=True), 3)
-    with pytest.raises(ValueError, match="categorical"):
-        from_xgboost(b)
-
-
 def test_sklearn_wrapper_early_stopping_keeps_the_best_iteration():
     clf = xgb.XGBRegressor(n_estimators=60, max_depth=3, learning_rate=0.5, n_jobs=1,
                            early_stopping_rounds=2).fit(X[:200], Y_REG[:200], eval_set=[(X[200:], Y_REG[200:])],
