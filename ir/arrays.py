@@ -88,12 +88,12 @@ def cost_array(value, field, *, length=None) -> np.ndarray:
     return frozen(a)
 
 
-def int_array(value, field, *, length=None, low=None, high=None) -> np.ndarray:
-    """A read-only int32 vector with every element in [low, high)."""
+def _integers(value, field, length) -> np.ndarray:
+    """``value`` as a flat array of numbers meant to be integers: an integer
+    ndarray as it is, anything else as float64 (checked by the caller)."""
     raw = _as_flat_list(value, field)
-    if isinstance(raw, np.ndarray):
-        if raw.dtype.kind == "b" or raw.dtype.kind not in "iuf":
-            raise IRError(f"{field}: wrong dtype {raw.dtype}, expected integers")
+    if isinstance(raw, np.ndarray) and (raw.dtype.kind == "b" or raw.dtype.kind not in "iuf"):
+        raise IRError(f"{field}: wrong dtype {raw.dtype}, expected integers")
     try:
         a = np.asarray(raw, dtype=np.float64) if not (
             isinstance(raw, np.ndarray) and raw.dtype.kind in "iu") else np.asarray(raw)
@@ -101,6 +101,12 @@ def int_array(value, field, *, length=None, low=None, high=None) -> np.ndarray:
         raise IRError(f"{field}: not an array of integers ({e})") from None
     if length is not None and a.shape[0] != length:
         raise IRError(f"{field}: expected {length} values, got {a.shape[0]}")
+    return a
+
+
+def int_array(value, field, *, length=None, low=None, high=None) -> np.ndarray:
+    """A read-only int32 vector with every element in [low, high)."""
+    a = _integers(value, field, length)
     if a.dtype.kind == "f":
         ok = np.isfinite(a) & (a == np.floor(a)) & (np.abs(a) <= INT32_MAX)
         if not np.all(ok):
@@ -120,16 +126,7 @@ def int_array(value, field, *, length=None, low=None, high=None) -> np.ndarray:
 
 def uint32_array(value, field, *, length=None) -> np.ndarray:
     """A read-only uint32 vector (a category set's words): integers in [0, 2**32)."""
-    raw = _as_flat_list(value, field)
-    if isinstance(raw, np.ndarray) and (raw.dtype.kind == "b" or raw.dtype.kind not in "iuf"):
-        raise IRError(f"{field}: wrong dtype {raw.dtype}, expected integers")
-    try:
-        a = np.asarray(raw, dtype=np.float64) if not (
-            isinstance(raw, np.ndarray) and raw.dtype.kind in "iu") else np.asarray(raw)
-    except (ValueError, TypeError, OverflowError) as e:
-        raise IRError(f"{field}: not an array of integers ({e})") from None
-    if length is not None and a.shape[0] != length:
-        raise IRError(f"{field}: expected {length} values, got {a.shape[0]}")
+    a = _integers(value, field, length)
     ok = (a >= 0) & (a <= 0xFFFFFFFF)
     if a.dtype.kind == "f":
         ok &= np.isfinite(a) & (a == np.floor(a))
