@@ -22,6 +22,11 @@ only (no custom ops, no per-row Loop or If):
   completed before that give ``stage`` and the returned scores.
 * **routing** (cascade exits, classifier-tree branches) is a per-row boolean
   mask over regions, computed from the scorers' margins.
+* **category-set splits** (issue 34) need no ``BRANCH_MEMBER`` (ai.onnx.ml
+  opset 5 only): each distinct categorical decision becomes a 0/1 column
+  appended to X in standard ops, which its nodes split at 0.5
+  (onnx_trees.CategoryColumns), so every target runs them; a model without
+  them gets no such op.
 
 Outputs: ``label`` and ``probabilities`` (classifiers; probabilities only
 with a logistic / softmax transform) or ``variable`` (regression), then
