@@ -135,47 +135,154 @@ def segment_any(seg, node_k, kept):
     return used
 
 
+@njit(cache=True)
+def _project(a, b, node_k, kept, share, eta, buf):
+    """One (unit, row) segment [a, b) of ``dual_step``: s += eta * w^t, then
+    the projection onto {s >= 0, sum_t s^t <= 1} (Michelot's algorithm).
+    Returns (paid by some kept tree, the threshold theta, or -1.0 when the
+    sum is at most 1 and nothing is subtracted); ``share[a:b]`` holds the
+    step, not yet the projection, which the caller applies as
+    max(s - theta, 0) (its last pass, fused with what it adds up).
+
+    The loops are branch-free (adding 0.0 where a branch would skip, exact
+    for these non-negative shares; writing every entry to ``buf`` and
+    advancing only past those above): the tests are unpredictable, and a
+    select costs less than a mispredicted branch.  Michelot's passes run over the
+    entries above the last threshold only (kept in ``buf``, in order), not
+    the whole segment: an entry at or below a threshold stays out while the
+    threshold does not fall, which holds in exact arithmetic; should a
+    rounding make it fall, that pass reads the whole segment again, so the
+    sums and thresholds are those of full passes, bit for bit."""
+    total = 0.0
+    paid = False
+    for p in range(a, b):
+        k = kept[node_k[p]]
+        paid |= k
+        sp = share[p] + (eta if k else 0.0)
+        share[p] = sp
+        total += sp
+    if total <= 1.0:
+        return paid, -1.0
+    n = b - a
+    theta = (total - 1.0) / n
+    cnt, s = 0, 0.0                                # the first pass: the whole segment
+    for p in range(a, b):
+        sp = share[p]
+        above = sp > theta
+        buf[cnt] = sp                              # kept only if above (branch-free compaction)
+        cnt += above
+        s += sp if above else 0.0
+    floor = theta                                  # every entry out of buf is <= floor
+    theta = (s - 1.0) / cnt
+    active = n
+    for _ in range(n - 1):                         # the active set only shrinks
+        if cnt == active:
+            break
+        active = cnt
+        if theta >= floor:                         # buf holds every entry above theta's predecessor
+            w, s = 0, 0.0
+            for r in range(active):
+                sp = buf[r]
+                above = sp > theta
+                buf[w] = sp
+                w += above
+                s += sp if above else 0.0
+            cnt = w
+        else:                                      # a rounding lowered theta: read the whole segment
+            cnt, s = 0, 0.0
+            for p in range(a, b):
+                sp = share[p]
+                above = sp > theta
+                buf[cnt] = sp
+                cnt += above
+                s += sp if above else 0.0
+        floor = max(floor, theta)
+        theta = (s - 1.0) / cnt
+    return paid, theta
+
+
 @njit(cache=True, parallel=True)
 def dual_step(seg, node_k, kept, share, eta):
     """s += eta * w^t (the dual subgradient), projected per (unit, row) onto
     {s >= 0, sum_t s^t <= 1} (Michelot's algorithm); returns whether each
     (unit, row) is paid by some kept tree (the primal w_{u,i}).  Triples
-    are in (unit, row) order, so each segment is contiguous.  The loops are
-    branch-free (adding 0.0 where the branch would skip, exact for these
-    non-negative shares): the tests below are unpredictable, and a select
-    costs less than a mispredicted branch, with the same sums in the same
-    order."""
+    are in (unit, row) order, so each segment is contiguous."""
     n = seg.shape[0] - 1
     used = np.zeros(n, np.bool_)
-    for j in prange(n):
-        a, b = seg[j], seg[j + 1]
-        total = 0.0
-        paid = False
-        for p in range(a, b):
-            k = kept[node_k[p]]
-            paid |= k
-            sp = share[p] + (eta if k else 0.0)
-            share[p] = sp
-            total += sp
-        used[j] = paid
-        if total <= 1.0:
-            continue
-        theta = (total - 1.0) / (b - a)
-        active = b - a
-        for _ in range(b - a):                     # the active set only shrinks
-            cnt, s = 0, 0.0
-            for p in range(a, b):
-                sp = share[p]
-                above = sp > theta
-                cnt += above
-                s += sp if above else 0.0
-            theta = (s - 1.0) / cnt
-            if cnt == active:
-                break
-            active = cnt
-        for p in range(a, b):
-            share[p] = max(share[p] - theta, 0.0)
+    longest = 0
+    for j in range(n):
+        longest = max(longest, seg[j + 1] - seg[j])
+    chunk = 4096
+    for c in prange((n + chunk - 1) // chunk):
+        buf = np.empty(longest, np.float64)
+        for j in range(c * chunk, min(n, (c + 1) * chunk)):
+            paid, theta = _project(seg[j], seg[j + 1], node_k, kept, share, eta, buf)
+            used[j] = paid
+            if theta >= 0.0:
+                for p in range(seg[j], seg[j + 1]):
+                    share[p] = max(share[p] - theta, 0.0)
     return used
+
+
+def unit_bins(useg, seg, n_features, n_bins):
+    """Units in ``n_bins`` bins of about equal triples (largest first, each
+    into the lightest bin), features and groups apart: the work lists of
+    ``dual_step_charges``.  Returns (units, offsets [2 * n_bins + 1]):
+    bins 0..n_bins-1 hold features, the rest groups.  Which bin a unit
+    lands in changes no result, only the balance between threads."""
+    sizes = seg[useg[1:]] - seg[useg[:-1]]
+    units, off = [], [0]
+    for block in (np.arange(n_features), np.arange(n_features, len(useg) - 1)):
+        bins, load = [[] for _ in range(n_bins)], np.zeros(n_bins, np.int64)
+        for u in block[np.argsort(-sizes[block], kind="stable")]:
+            b = int(np.argmin(load))
+            bins[b].append(int(u))
+            load[b] += sizes[u]
+        for b in bins:
+            units += sorted(b)
+            off.append(len(units))
+    return np.array(units, np.int64), np.array(off, np.int64)
+
+
+@njit(cache=True)
+def _step_unit(u, useg, seg, node_k, kept, share, eta, cap, used, B, buf):
+    c = cap[u]
+    for j in range(useg[u], useg[u + 1]):
+        a, b = seg[j], seg[j + 1]
+        paid, theta = _project(a, b, node_k, kept, share, eta, buf)
+        used[j] = paid
+        if theta >= 0.0:
+            for p in range(a, b):
+                sp = max(share[p] - theta, 0.0)
+                share[p] = sp
+                B[node_k[p]] += c * sp
+        else:
+            for p in range(a, b):
+                B[node_k[p]] += c * share[p]
+
+
+@njit(cache=True, parallel=True)
+def dual_step_charges(useg, bin_units, bin_off, seg, node_k, kept, share, eta, cap, M):
+    """``dual_step`` and then ``node_charges`` of the new shares in one pass
+    over the triples (they are read from memory once, not twice): returns
+    (used [segments], B [M]), both bit for bit what the two give.  Threads
+    take the bins of ``unit_bins``: first the features' (a node first
+    touches one feature unit, so no two threads add to one B entry), then
+    the groups', so each B entry adds its terms in (unit, row) order."""
+    n = seg.shape[0] - 1
+    used = np.zeros(n, np.bool_)
+    B = np.zeros(M)
+    longest = 0
+    for j in range(n):
+        longest = max(longest, seg[j + 1] - seg[j])
+    n_bins = (bin_off.shape[0] - 1) // 2
+    for phase in range(2):
+        for q in prange(n_bins):
+            buf = np.empty(longest, np.float64)
+            k = phase * n_bins + q
+            for r in range(bin_off[k], bin_off[k + 1]):
+                _step_unit(bin_units[r], useg, seg, node_k, kept, share, eta, cap, used, B, buf)
+    return used, B
 
 
 @njit(cache=True)
@@ -196,14 +303,14 @@ def polish(order, ooff, toff, left, right, feature, err, t_node, seg_of, seg_uni
         changed = False
         for t in range(T):
             a, b = toff[t], toff[t + 1]
-            for q in range(a, b):
-                if kept[t_node[q]]:
-                    users[seg_of[q]] -= 1
             for j in range(ooff[t], ooff[t + 1]):
                 B[order[j]] = 0.0
-            for q in range(a, b):
-                if users[seg_of[q]] == 0:
-                    B[t_node[q]] += cap[seg_unit[seg_of[q]]]
+            for q in range(a, b):                  # a tree touches a (unit, row) once: one pass
+                s = seg_of[q]
+                if kept[t_node[q]]:
+                    users[s] -= 1
+                if users[s] == 0:
+                    B[t_node[q]] += cap[seg_unit[s]]
             before = kept[order[ooff[t]:ooff[t + 1]]].copy()
             for j in range(ooff[t], ooff[t + 1]):
                 alive[order[j]] = False

@@ -9,6 +9,7 @@ internal node of the pruned tree.  Units are numbered features first
 """
 from __future__ import annotations
 
+import numba
 import numpy as np
 from numba import njit, prange
 
@@ -85,14 +86,74 @@ def route_bank(feature, threshold, left, right, missing_left, roots, X, unit_of,
     return node_rows, leaf_of, t_node, t_key, off
 
 
-@njit(cache=True)
 def group_triples(t_node, t_key, n_units, N):
     """The first touches grouped by (unit, row): a stable counting sort of
     the keys (by unit, then by row within a unit), so the triples of one
     (u, i) are contiguous and in tree order, as a stable argsort would put
-    them, in O(S + units * N) time and O(S + N) memory.  Returns the
-    segments' offsets [n_seg + 1] and units [n_seg], each triple's node in
-    that order [S], and each tree-major triple's segment [S]."""
+    them.  Returns the segments' offsets [n_seg + 1] and units [n_seg],
+    each triple's node in that order [S], and each tree-major triple's
+    segment [S].  When the key space (units * N, one counter per key and
+    thread) is no larger than the triples, a direct counting sort on the
+    key, two parallel passes over the triples (``_group_dense``); else one
+    by unit then row that needs O(S + N) memory only (``_group_sparse``).
+    Both give the same arrays."""
+    n_chunks = max(1, numba.get_num_threads())
+    if n_units * N * n_chunks <= t_key.shape[0]:
+        return _group_dense(t_node, t_key, n_units, N, n_chunks)
+    return _group_sparse(t_node, t_key, n_units, N)
+
+
+@njit(cache=True, parallel=True)
+def _group_dense(t_node, t_key, n_units, N, n_chunks):
+    """``group_triples`` by a counting sort on the key ``unit * N + row``:
+    each of ``n_chunks`` contiguous ranges of triples counts its keys, a
+    pass over the keys (in order: unit, then row) makes the segments and
+    each range's first slot in each, and the ranges scatter their triples
+    in parallel; ranges and the triples within one go in order, so the
+    sort is stable (tree order within a segment)."""
+    S = t_key.shape[0]
+    n_keys = n_units * N
+    step = (S + n_chunks - 1) // n_chunks
+    cnt = np.zeros((n_chunks, n_keys), np.int32)   # S < 2^31: counts and slots fit
+    for c in prange(n_chunks):
+        for q in range(c * step, min(S, (c + 1) * step)):
+            cnt[c, t_key[q]] += 1
+    n_seg = 0
+    for k in range(n_keys):
+        for c in range(n_chunks):
+            if cnt[c, k]:
+                n_seg += 1
+                break
+    seg = np.empty(n_seg + 1, np.int64)
+    seg_unit = np.empty(n_seg, np.int64)
+    sid = np.empty(n_keys, np.int32)
+    j, pos = 0, 0
+    for k in range(n_keys):
+        start = pos
+        for c in range(n_chunks):
+            v = cnt[c, k]
+            cnt[c, k] = pos
+            pos += v
+        if pos > start:
+            seg[j], seg_unit[j], sid[k] = start, k // N, j
+            j += 1
+    seg[n_seg] = S
+    node_k = np.empty(S, np.int32)
+    seg_of = np.empty(S, np.int32)
+    for c in prange(n_chunks):
+        for q in range(c * step, min(S, (c + 1) * step)):
+            k = t_key[q]
+            p = cnt[c, k]
+            node_k[p] = t_node[q]
+            cnt[c, k] = p + 1
+            seg_of[q] = sid[k]
+    return seg, seg_unit, node_k, seg_of
+
+
+@njit(cache=True)
+def _group_sparse(t_node, t_key, n_units, N):
+    """``group_triples`` in O(S + units * N) time and O(S + N) memory: a
+    stable counting sort by unit, then the rows of each unit in order."""
     S = t_key.shape[0]
     ustart = np.zeros(n_units + 1, np.int64)
     for q in range(S):

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 
 from ..ir import builders
@@ -201,6 +202,7 @@ class _Problem:
         self.seg_unit = seg_unit
         self.useg = np.searchsorted(seg_unit, np.arange(len(self.unit_cost) + 1)).astype(np.int64)
         self.seg_cost = self.unit_cost[seg_unit]
+        self.bins = K.unit_bins(self.useg, self.seg, self.model.n_features, max(1, numba.get_num_threads()))
         self.t_node = t_node
 
     def objective(self, kept, alive, lam, used, err):
@@ -236,11 +238,14 @@ class _Problem:
         # whose unpruned paths touch it: a feasible dual point
         share = np.repeat(1.0 / np.diff(self.seg), np.diff(self.seg))
         best, best_dual, best_sol = np.inf, -np.inf, None
+        B = K.node_charges(self.useg, self.model.n_features, self.seg, self.node_k, cap, share, f.shape[0])
+        bin_units, bin_off = self.bins
         for k in range(iterations):
-            B = K.node_charges(self.useg, self.model.n_features, self.seg, self.node_k, cap, share, f.shape[0])
             kept, alive, dual = K.solve_trees(self.order, self.ooff, lft, rgt, f, err, B, root_cost)
             best_dual = max(best_dual, float(dual.sum()))
-            used = K.dual_step(self.seg, self.node_k, kept, share, 0.5 / np.sqrt(k + 1.0))
+            # the step, and the next iteration's charges of the new shares, in one pass
+            used, B = K.dual_step_charges(self.useg, bin_units, bin_off, self.seg, self.node_k, kept, share,
+                                          0.5 / np.sqrt(k + 1.0), cap, f.shape[0])
             obj = self.objective(kept, alive, lam, used, err)
             if obj[0] < best:
                 best, best_sol = obj[0], (kept.copy(), alive.copy())
