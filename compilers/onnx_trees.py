@@ -127,7 +127,8 @@ class CategoryColumns:
         cat = np.zeros(0, np.int64) if begin is None else np.flatnonzero(begin[nodes] >= 0)
         if not cat.size:
             return None, col
-        decisions, sets = {}, []
+        decisions: dict[tuple, int] = {}
+        sets: list[np.ndarray] = []
         for i in cat:
             m = nodes[i]
             b, w = int(tab.tn_cat[m]), int(tab.tn_cat_words[m])
