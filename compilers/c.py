@@ -23,10 +23,11 @@ from ..ir.codes import (
     KIND_LINEAR,
     KIND_TREES,
     MAX_CATEGORY_WORDS,
+    QX_CUTOFF,
 )
 from ..ir.costs import static_cost
 from ..ir.json_io import model_hash
-from ..ir.lowering import lower
+from ..ir.lowering import lower, lower_query
 from . import package_version
 
 # The most uint32 words one category set may take on a Cortex-M target: 16 KiB
@@ -109,6 +110,29 @@ def _signatures(prefix, score_t="float") -> dict:
                                    "uint8_t *used"]),
         "workspace_size": signature("uint32_t", f"{prefix}_workspace_size", []),
     }
+
+
+def _query_signatures(prefix) -> dict:
+    """The query-level API's heads (a model whose output is a query_exit)."""
+    out = ["float *scores", "double *cost", "int32_t *stage", "int32_t *n_trees", "uint8_t *dropped",
+           "int32_t *order", "uint8_t *used", "void *workspace", "size_t workspace_bytes"]
+    return {
+        "rank_query": signature("int32_t", f"{prefix}_rank_query",
+                                ["const float *X", "int32_t n_docs", "const double *budgets", *out]),
+        "rank_query_lazy": signature("int32_t", f"{prefix}_rank_query_lazy",
+                                     [f"{prefix}_doc_feature_fn fetch", "void *ctx", "int32_t n_docs",
+                                      "const double *budgets", *out]),
+        "rank_query_workspace_bytes": signature("size_t", f"{prefix}_rank_query_workspace_bytes",
+                                                ["int32_t n_docs"]),
+        "rank_query_lazy_workspace_bytes": signature("size_t", f"{prefix}_rank_query_lazy_workspace_bytes",
+                                                     ["int32_t n_docs"]),
+    }
+
+
+def _query_context(q) -> dict:
+    """A query_exit's checkpoints (``ir.lowering.QueryTables``) as C tables."""
+    return dict(J=int(q.after.shape[0]), after=_c_ints(q.after), keep=_c_ints(q.keep),
+                cutoff=_c_ints((q.rule == QX_CUTOFF).astype(np.int64)), gap=_c_doubles(q.gap))
 
 
 def _c_ints(a) -> str:
@@ -320,13 +344,21 @@ def _block_rows(n_features) -> int:
 
 def render(model, prefix="model", *, tables=None, max_category_words=MAX_CATEGORY_WORDS) -> dict[str, str]:
     """The generated sources as {file name: text}.  ``tables``:
-    ``ir.lowering.lower(model)`` when the caller has it already.
+    ``ir.lowering.lower(model)`` when the caller has it already
+    (``lower_query(model)`` for a model whose output is a query_exit: its
+    C adds ``<prefix>_rank_query``, docs/c.md).
     ``max_category_words``: the most uint32 words one category set may
     take (``check_category_words``); a smaller one suits a small flash."""
     if not _IDENT.match(prefix):
         raise ValueError(f"prefix {prefix!r} must be a C identifier")
     check_category_words(model, max_category_words)
-    t = lower(model) if tables is None else tables
+    query = None
+    if model.scores_queries:
+        # a query-level exit: the tables of its tree bank (the output each document runs) and its checkpoints
+        t, qt = lower_query(model) if tables is None else tables
+        query = _query_context(qt)
+    else:
+        t = lower(model) if tables is None else tables
     kinds = set(t.node_kind.tolist())
     task = model.task
     K = task.n_outputs
@@ -385,6 +417,7 @@ def render(model, prefix="model", *, tables=None, max_category_words=MAX_CATEGOR
         TWO=_float_constant(numerics.TWO),
         walk=walk, batch_trees=batch_trees, block_rows=_block_rows(F),
         feature_macros=feature_macros([f.name for f in model.features], prefix),
+        query=query, qsig=_query_signatures(prefix) if query else {},
     )
     ctx["ws_bytes"] = 4 * (ctx["fw"] + ctx["gw"] + ctx["tw"] + ctx["nw"] + ctx["T_arr"] + ctx["A"]
                            + ctx["F_arr"] + 2 * ctx["D"]) + (8 * ctx["A"] if ctx["has_f64"] else 0)

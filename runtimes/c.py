@@ -11,6 +11,11 @@ that counts its calls (``Prediction.fetches``).  With ``target`` (a name in
 ``runtimes.c_targets.TARGETS``: a cross compiler under qemu, a sanitizer
 build) each ``predict`` builds a program with the rows embedded and runs it
 there.
+
+A model whose output is a query-level exit ranks whole queries:
+``CRuntime(model).rank(X, group, budget=None)`` (``api="dense"`` calls
+``<prefix>_rank_query``, ``api="lazy"`` ``<prefix>_rank_query_lazy`` with a
+fetch callback that counts its calls) returns the reference's ``Ranking``.
 """
 from __future__ import annotations
 
@@ -25,7 +30,7 @@ import numpy as np
 
 from ..compilers.c import C_FLAGS, MAX_CATEGORY_WORDS, render
 from .c_targets import TARGETS, prediction, run_on_target
-from .prediction import Prediction, as_budget, as_features
+from .prediction import Prediction, Ranking, as_budget, as_features, as_group_sizes, finish
 
 PREFIX = "sfm"
 
@@ -124,9 +129,78 @@ class CRuntime:
         self._Fetch = ctypes.CFUNCTYPE(ctypes.c_float, ctypes.c_void_p, ctypes.c_int32)
         lib.sfm_predict_lazy.argtypes = [self._Fetch, ptr, ctypes.c_double, ptr, ctypes.POINTER(Result)]
         lib.sfm_predict_lazy.restype = ctypes.c_int32
+        if m.scores_queries:
+            out = [ptr] * 9   # scores, cost, stage, n_trees, dropped, order, used, workspace + its bytes
+            out[-1] = ctypes.c_size_t
+            lib.sfm_rank_query.argtypes = [ptr, ctypes.c_int32, ptr, *out]
+            lib.sfm_rank_query.restype = ctypes.c_int32
+            self._DocFetch = ctypes.CFUNCTYPE(ctypes.c_float, ctypes.c_void_p, ctypes.c_int32, ctypes.c_int32)
+            lib.sfm_rank_query_lazy.argtypes = [self._DocFetch, ptr, ctypes.c_int32, ptr, *out]
+            lib.sfm_rank_query_lazy.restype = ctypes.c_int32
+            for f in (lib.sfm_rank_query_workspace_bytes, lib.sfm_rank_query_lazy_workspace_bytes):
+                f.argtypes = [ctypes.c_int32]
+                f.restype = ctypes.c_size_t
+
+    def rank(self, X, group, budget=None) -> Ranking:
+        """Whole queries through ``<prefix>_rank_query`` (``api="lazy"``:
+        ``_rank_query_lazy``, fetches counted per document), one call per
+        query with a workspace sized for the longest; the same ``Ranking``
+        as the reference runtime's ``rank``."""
+        m = self.model
+        if not m.scores_queries:
+            raise ValueError("rank: this model has no query-level exit; its rows are scored independently: "
+                             "use predict(X)")
+        if self.target is not None or self.api == "rows":
+            raise NotImplementedError(f"rank runs on the host with api 'dense' or 'lazy', not {self.name}")
+        X = as_features(X, m.n_features, m.feature_names)
+        N, F = X.shape[0], m.n_features
+        offsets = as_group_sizes(group, N)
+        b = as_budget(budget, N)
+        scores = np.zeros((N, 1), np.float32)
+        cost = np.zeros(N, np.float64)
+        stage, trees, order = (np.zeros(N, np.int32) for _ in range(3))
+        dropped = np.zeros(N, np.uint8)
+        used = np.zeros((N, max(F, 1)), np.uint8)
+        fetched = np.zeros(N, np.int64)
+        lazy = self.api == "lazy"
+        sizes = np.diff(offsets)
+        nbytes = 0
+        if N:
+            need = self._lib.sfm_rank_query_lazy_workspace_bytes if lazy else self._lib.sfm_rank_query_workspace_bytes
+            nbytes = need(int(sizes.max()))
+            if nbytes == 0:
+                raise ValueError(f"group: a query of {int(sizes.max())} documents is more than the C API takes")
+        ws = ctypes.create_string_buffer(max(nbytes, 1))
+        state = {"a": 0}
+
+        def fetch(_ctx, doc, j):
+            if not (0 <= j < F and 0 <= doc < sizes[state["q"]]):
+                raise IndexError(f"document {doc}, feature {j} requested")
+            fetched[state["a"] + doc] += 1
+            return float(X[state["a"] + doc, j])
+        cb = self._DocFetch(fetch) if lazy else None
+        for q in range(len(sizes)):
+            a, n = int(offsets[q]), int(sizes[q])
+            state.update(a=a, q=q)
+            outs = [_ptr(v[a:]) for v in (scores, cost, stage, trees, dropped, order, used)]
+            if lazy:
+                rc = self._lib.sfm_rank_query_lazy(cb, None, n, _ptr(b[a:]), *outs, ws, nbytes)
+            else:
+                rc = self._lib.sfm_rank_query(_ptr(X[a:]), n, _ptr(b[a:]), *outs, ws, nbytes)
+            if rc != 0:
+                raise RuntimeError(f"sfm_rank_query returned {rc} on query {q} ({n} documents)")
+            order[a:a + n] += a
+        output, proba = finish(m.task, scores)
+        return Ranking(output=output, scores=scores, proba=proba, cost=cost, stage=stage.astype(np.int64),
+                       features_used=used[:, :F].astype(bool), order=order.astype(np.int64),
+                       n_trees=trees.astype(np.int64), dropped=dropped.astype(bool),
+                       fetches=fetched if lazy else None)
 
     def predict(self, X, budget=None) -> Prediction:
         m = self.model
+        if m.scores_queries:
+            raise ValueError("predict: this model has a query-level exit and ranks whole queries "
+                             "(docs/ranking.md); call rank(X, group) instead of scoring rows independently")
         X = as_features(X, m.n_features, m.feature_names)
         N = X.shape[0]
         b = as_budget(budget, N)
