@@ -28,14 +28,51 @@ import hashlib
 import numpy as np
 
 from ... import ir
+from ...runtimes.reference import predict as ref_predict
 from ..base import CostSensitiveClassifier
 from ..boosting.booster import tree_outputs
 from ..boosting.tree_bank import bank_features, subset_bank, tiered_bank
-from ..common import class_weight_per_class, no_predict_proba, progress_bar
+from ..common import class_weight_per_class, holdout_rows, no_predict_proba, progress_bar
 from ..trees.tree_ir import CostItems, Scorer, place_threshold
-from .soft_cascade import Cascade, Problem, Settings, fine_tune_last, lambda_max, optimize
+from .soft_cascade import (
+    Cascade,
+    Problem,
+    Settings,
+    fine_tune_last,
+    fine_tune_stage,
+    init_cascade,
+    lambda_max,
+    optimize,
+)
 
 BANKS = ("tiers", "gbrt", "greedy_miser")
+FINE_TUNE = ("none", "last", "all")
+# the candidates "auto" tries (Chen §3.4 and thesis §3.7.2 choose the cascade
+# length, keep ratio and discount on validation, with at most 10 stages)
+AUTO = {"n_stages": (1, 3, 10), "exit_fraction": (0.05, 0.15), "lambda_inflation": (1.3, 2.5)}
+
+
+def choose(points, tolerance):
+    """The selection rule: among ``points`` [(accuracy, mean cost), ...]
+    measured on validation, the cheapest whose accuracy is within
+    ``tolerance`` of the best one's (ties: the first).  Returns its index."""
+    best = max(a for a, _ in points)
+    ok = [i for i, (a, _) in enumerate(points) if a >= best - tolerance]
+    return min(ok, key=lambda i: (points[i][1], i))
+
+
+def _candidates(name, value):
+    """The values to try for ``name``: "auto" (``AUTO``), a tuple/list of
+    candidates, or one number (fixed)."""
+    if isinstance(value, str):
+        if value != "auto":
+            raise ValueError(f"{name} must be a number, a tuple of numbers or 'auto', got {value!r}")
+        return AUTO[name]
+    if isinstance(value, (tuple, list)):
+        if not value:
+            raise ValueError(f"{name}: an empty tuple of candidates")
+        return tuple(value)
+    return (value,)
 
 
 class _CascadeClassifier(CostSensitiveClassifier):
@@ -46,15 +83,31 @@ class _CascadeClassifier(CostSensitiveClassifier):
         lambda, per training row in cost units (the loss is a weighted mean).
         Its useful range moves by orders of magnitude between data sets:
         ``lambda_grid(X, y)`` returns the values worth trying.
-    n_stages : int [10]
+    n_stages : int, tuple of int or "auto" ["auto"]
         K, the maximum number of stages (Chen §3.4, thesis §3.7.4); stages
-        that exit no training row are dropped at export.
-    exit_fraction : float [0.15]
+        that exit no training row are dropped at export.  "auto" chooses K
+        among (1, 3, 10) on validation, a tuple among its values, a number
+        fixes it.
+    exit_fraction : float, tuple or "auto" ["auto"]
         epsilon of the initialisation: each stage exits this share of the
-        rows that reach it (Chen §3.4).
-    lambda_inflation : float [1.3]
-        delta: stage k's initialisation uses lambda * delta**(K - k)
-        (Chen §3.3.2, with its exponent's sign fixed; CSCC: the same rule).
+        rows that reach it (Chen §3.4; 1 - epsilon is the "keep ratio").
+        "auto": chosen among (0.05, 0.15) on validation.
+    lambda_inflation : float, tuple or "auto" ["auto"]
+        delta (the "discount"): stage k's initialisation uses
+        lambda * delta**(K - k) (Chen §3.3.2, with its exponent's sign fixed;
+        CSCC: the same rule).  "auto": chosen among (1.3, 2.5) on validation.
+    early_stopping : bool [True]
+        Keep the Alg. 1 cycle (0 = the initialisation) that the selection
+        rule prefers on validation, and stop cycling at the first cycle it
+        does not prefer (Chen §3.4, thesis §3.7.2: early stopping on
+        validation).  False: every cycle runs and the last one is kept.
+    validation_fraction : float [0.2]
+        Share of the training rows held out (seeded by ``random_state``) as
+        the validation set when something is chosen on validation and
+        ``fit`` gets no ``eval_set``.  The bank and the cascade are then
+        trained on the other rows only.
+    selection_tolerance : float [0.005]
+        The selection rule's slack, in accuracy (see Model selection).
     steepness : float [50]
         gamma of the training sigmoids (Chen §3.2; the thesis has 1).
     rho : float or (float, float) [1e-5]
@@ -75,9 +128,14 @@ class _CascadeClassifier(CostSensitiveClassifier):
     max_cycles : int [5]; tol : float [1e-6]
         Alg. 1 stops after ``max_cycles`` or when the objective falls by less
         than ``tol`` (relative).
-    fine_tune : bool or None [None]
-        Re-fit the last stage without the cost term on its frozen support
-        (thesis §3.4.4).  None: True for CSCC, False for Cronus.
+    fine_tune : None, "none", "last" or "all" [None]
+        Thesis §3.4.4: re-fit classifiers that make final predictions without
+        the cost term on their frozen support.  "last": the last stage only
+        (no validation needed).  "all": every stage with trees, in order, a
+        re-fit kept only when validation accuracy does not fall (thesis
+        §3.7.2 early-stops fine-tuning on validation); an earlier stage's
+        threshold moves so that the share of rows it passes on stays.  None:
+        "all" for CSCC, "none" for Cronus.  True / False mean "last" / "none".
     feature_costs, feature_groups, group_costs, feature_names, group_names
         As GreedyMiserClassifier.
     tree_eval_cost : float [0]
@@ -85,14 +143,43 @@ class _CascadeClassifier(CostSensitiveClassifier):
     random_state : int or None
         Seeds the bank's threshold sample (the engine is deterministic).
     verbose : int, [1]
-        A progress bar over Alg. 1's cycles.
+        A progress bar over the search: the initialisations tried, Alg. 1's
+        cycles and the fine-tuned stages.
+
+    Model selection
+    ---------------
+    Chen §3.4 chooses the hyper-parameters "on a validation set" from the
+    initialisation alone (Alg. 2, "without further training"); thesis
+    §3.7.2-3.7.3 set Cronus' cascade length, keep ratio, discount and early
+    stopping on validation too.  Every candidate (K, epsilon, delta) of the
+    product of the parameters' candidates is initialised, exported and run by
+    the reference runtime on the validation rows (``eval_set``, or the
+    ``validation_fraction`` hold-out); Alg. 1 then starts from the chosen
+    initialisation.  The rule, at each choice (candidates, cycles): the
+    cheapest model whose validation accuracy is within
+    ``selection_tolerance`` of the best one's.  Why not the best accuracy:
+    lambda is the cost knob the user sweeps; these settings shape how the
+    optimiser reaches a trade-off, and between settings that differ by less
+    than validation noise (0.5 point is about 2 standard errors on 2000
+    rows) the cheaper one is the better point of lambda's curve.  Why not
+    validation Eq. 8: its relaxed cost (mixed norms of weights) is not in
+    cost units, so it cannot be measured on validation rows.
+
+    Fitted attributes: ``best_params_`` (n_stages, exit_fraction,
+    lambda_inflation, n_cycles chosen), ``n_cycles_``, ``exit_fraction_``,
+    ``lambda_inflation_``, ``fine_tuned_stages_`` and ``selection_``, one
+    dict per model measured on validation (step "init" / "cycle" /
+    "fine_tune", its settings, accuracy, mean_cost, chosen); empty when
+    nothing was chosen.  ``n_stages_`` is the number of exported stages
+    (<= the chosen K).
     """
 
     _binary_only = True
     _mode: str | None = None
 
-    def __init__(self, *, cost_tradeoff=1e-3, n_stages=10, exit_fraction=0.15, lambda_inflation=1.3,
-                 steepness=50.0, rho=1e-5, class_weight=None, bank="tiers", tiers=None,
+    def __init__(self, *, cost_tradeoff=1e-3, n_stages="auto", exit_fraction="auto", lambda_inflation="auto",
+                 early_stopping=True, validation_fraction=0.2, selection_tolerance=0.005, steepness=50.0,
+                 rho=1e-5, class_weight=None, bank="tiers", tiers=None,
                  n_estimators=300, max_depth=4, learning_rate=0.1, min_samples_leaf=20, max_bins=255,
                  bank_cost_tradeoff=1e-3, max_cycles=5, tol=1e-6, fine_tune=None, feature_costs=None,
                  feature_groups=None, group_costs=None, feature_names=None, group_names=None,
@@ -101,6 +188,9 @@ class _CascadeClassifier(CostSensitiveClassifier):
         self.n_stages = n_stages
         self.exit_fraction = exit_fraction
         self.lambda_inflation = lambda_inflation
+        self.early_stopping = early_stopping
+        self.validation_fraction = validation_fraction
+        self.selection_tolerance = selection_tolerance
         self.steepness = steepness
         self.rho = rho
         self.class_weight = class_weight
@@ -125,16 +215,46 @@ class _CascadeClassifier(CostSensitiveClassifier):
         self.verbose = verbose
 
     # ------------------------------------------------------------ checks
-    def _settings(self, lam=None):
-        if not (isinstance(self.n_stages, (int, np.integer)) and self.n_stages >= 1):
-            raise ValueError(f"n_stages must be a positive integer, got {self.n_stages!r}")
+    def _grid(self):
+        """The (K, epsilon, delta) candidates, checked; K = 1 has no exits, so
+        epsilon and delta do not matter there and it is tried once."""
+        Ks = _candidates("n_stages", self.n_stages)
+        for K in Ks:
+            if not (isinstance(K, (int, np.integer)) and not isinstance(K, bool) and K >= 1):
+                raise ValueError(f"n_stages must be a positive integer, got {K!r}")
+        eps = _candidates("exit_fraction", self.exit_fraction)
+        for e in eps:
+            if not (isinstance(e, (int, float, np.number)) and 0 < e < 1):
+                raise ValueError(f"exit_fraction must be in (0, 1), got {e!r}")
+        dels = _candidates("lambda_inflation", self.lambda_inflation)
+        for d in dels:
+            if not (isinstance(d, (int, float, np.number)) and d >= 1):
+                raise ValueError(f"lambda_inflation must be >= 1, got {d!r}")
+        grid = []
+        for K in Ks:
+            for e in eps:
+                for d in dels:
+                    if K == 1 and any(g[0] == 1 for g in grid):
+                        continue
+                    grid.append((int(K), float(e), float(d)))
+        return grid
+
+    def _fine_tune_mode(self):
+        f = self.fine_tune
+        if f is None:
+            return "all" if self._mode == "cscc" else "none"
+        if isinstance(f, (bool, np.bool_)):
+            return "last" if f else "none"
+        if f not in FINE_TUNE:
+            raise ValueError(f"fine_tune must be None, True, False or one of {FINE_TUNE}, got {f!r}")
+        return f
+
+    def _settings(self, lam=None, K=None, eps=None, delta=None):
+        if K is None:
+            K, eps, delta = self._grid()[0]
         lam = self.cost_tradeoff if lam is None else lam
         if not (np.isfinite(lam) and lam >= 0):
             raise ValueError(f"cost_tradeoff (lambda) must be finite and >= 0, got {lam!r}")
-        if not 0 < self.exit_fraction < 1:
-            raise ValueError(f"exit_fraction must be in (0, 1), got {self.exit_fraction!r}")
-        if not self.lambda_inflation >= 1:
-            raise ValueError(f"lambda_inflation must be >= 1, got {self.lambda_inflation!r}")
         if not self.steepness > 0:
             raise ValueError(f"steepness must be > 0, got {self.steepness!r}")
         if not (isinstance(self.max_cycles, (int, np.integer)) and self.max_cycles >= 0):
@@ -142,11 +262,10 @@ class _CascadeClassifier(CostSensitiveClassifier):
         r = np.atleast_1d(np.asarray(self.rho, np.float64))
         if r.size not in (1, 2) or not np.all(np.isfinite(r) & (r >= 0)):
             raise ValueError(f"rho must be a number >= 0 or a pair (rho_1, rho_K), got {self.rho!r}")
-        K = self.n_stages
         rho = np.full(K, r[0])
         rho[-1] = r[-1]
         return Settings(mode=self._mode, n_stages=K, lam=float(lam), rho=rho, gamma=float(self.steepness),
-                        eps=float(self.exit_fraction), delta=float(self.lambda_inflation),
+                        eps=float(eps), delta=float(delta),
                         max_cycles=int(self.max_cycles), tol=float(self.tol))
 
     def _row_weights(self, yi):
@@ -188,7 +307,10 @@ class _CascadeClassifier(CostSensitiveClassifier):
     def _problem(self, X, y):
         """(Problem, bank, costs, H32) for training rows X, y."""
         X, y = self._validate_X_y(X, y)
-        yi = self._encode_labels(y, reset=True)
+        return self._problem_of(X, self._encode_labels(y, reset=True))
+
+    def _problem_of(self, X, yi):
+        """(Problem, bank, costs, H32) for validated rows X, class indices yi."""
         costs = self._cost_spec(X.shape[1])
         y_pm = 2.0 * yi - 1.0
         bank = self._bank_for(X, y_pm, costs)
@@ -218,30 +340,57 @@ class _CascadeClassifier(CostSensitiveClassifier):
 
     # ------------------------------------------------------------ fit
     def fit(self, X, y, eval_set=None):
-        """Grow (or take) the bank, initialise (Alg. 2), optimise (Alg. 1),
-        fine-tune (CSCC), and export.
+        """Grow (or take) the bank, initialise (Alg. 2) every candidate
+        setting and keep the one validation prefers, optimise (Alg. 1,
+        stopped early on validation), fine-tune, and export.
 
         Parameters
         ----------
         X : array-like (n_samples, n_features); y : binary labels.
         eval_set : (X_val, y_val), optional
-            Validation rows: ``validation_`` records the exported model's
-            accuracy and mean cost on them (the reference runtime).
+            Validation rows for the choices (see Model selection);
+            ``validation_`` records the exported model's accuracy and mean
+            cost on them (the reference runtime).  Without it, a choice holds
+            out ``validation_fraction`` of X.
 
         Returns
         -------
         self
         """
-        cfg = self._settings()
-        prob, bank, costs, H32 = self._problem(X, y)
-        with progress_bar(self.verbose, cfg.max_cycles, "Cronus" if self._mode == "cronus" else "CSCC", "cycle") as bar:
-            c = optimize(prob, cfg, bar=bar)
-        self.objective_history_ = [float(f) for f in c.history]
-        tune = self.fine_tune if self.fine_tune is not None else self._mode == "cscc"
-        if tune and np.any(c.B[-1]):
-            c = fine_tune_last(prob, cfg, c)
+        grid = self._grid()
+        tune = self._fine_tune_mode()
+        if not (np.isfinite(self.selection_tolerance) and self.selection_tolerance >= 0):
+            raise ValueError(f"selection_tolerance must be a number >= 0, got {self.selection_tolerance!r}")
+        self._settings(*([None] + list(grid[0])))          # checks the other parameters before any work
+        X, y = self._validate_X_y(X, y)
+        yi = self._encode_labels(y, reset=True)
+        validate = len(grid) > 1 or bool(self.early_stopping) or tune == "all"
+        self.selection_ = []
+        name = "Cronus" if self._mode == "cronus" else "CSCC"
+        if not validate:
+            with progress_bar(self.verbose, int(self.max_cycles), name, "cycle") as bar:
+                c, setting, n_cycles, tuned, bank, H32 = self._search(X, yi, None, grid, tune,
+                                                                      int(self.max_cycles), bar)
+        elif eval_set is not None:
+            val = (self._validate_X(eval_set[0], reset=False), np.asarray(eval_set[1]))
+            with progress_bar(self.verbose, self._n_steps(grid, tune), name, "step") as bar:
+                c, setting, n_cycles, tuned, bank, H32 = self._search(X, yi, val, grid, tune,
+                                                                      int(self.max_cycles), bar)
+        else:
+            # choose on a hold-out, then refit the choice on every row (scikit-learn's refit):
+            # same setting, the chosen number of cycles, the same stages fine-tuned
+            tr, va = holdout_rows(len(yi), self.validation_fraction, self.random_state)
+            with progress_bar(self.verbose, self._n_steps(grid, tune) + int(self.max_cycles), name,
+                              "step") as bar:
+                _, setting, n_cycles, tuned, _, _ = self._search(X[tr], yi[tr], (X[va], y[va]), grid, tune,
+                                                                 int(self.max_cycles), bar)
+                c, _, _, tuned, bank, H32 = self._search(X, yi, None, [setting], tuned, n_cycles, bar)
+        K, e, d = setting
+        self.best_params_ = {"n_stages": K, "exit_fraction": e, "lambda_inflation": d, "n_cycles": n_cycles}
+        self.exit_fraction_, self.lambda_inflation_, self.n_cycles_ = e, d, n_cycles
+        self.fine_tuned_stages_ = tuned
         self.cascade_ = c
-        self._costs = costs
+        self._objective = self.objective_history_[min(n_cycles, len(self.objective_history_) - 1)]
         self._export(c, bank, H32)
         self._set_model(self.to_ir())
         if eval_set is not None:
@@ -249,6 +398,91 @@ class _CascadeClassifier(CostSensitiveClassifier):
             self.validation_ = {"accuracy": float(np.mean(p.output == np.asarray(eval_set[1]))),
                                 "mean_cost": float(p.cost.mean())}
         return self
+
+    def _n_steps(self, grid, tune):
+        return (len(grid) if len(grid) > 1 else 0) + int(self.max_cycles) + (
+            max(g[0] for g in grid) if tune == "all" else 0)
+
+    def _search(self, X, yi, val, grid, tune, max_cycles, bar):
+        """Fit on rows X, yi, choosing on ``val`` (None: no choice; ``grid``
+        has one setting and ``tune`` is "none", "last" or the list of stages
+        to fine-tune).  Returns (cascade, setting, n_cycles, fine-tuned
+        stages, bank, H32)."""
+        prob, bank, costs, H32 = self._problem_of(X, yi)
+        self._costs = costs
+        c0 = None
+        if len(grid) > 1:          # Chen §3.4: choose on validation from the initialisation alone
+            inits, points = [], []
+            for K, e, d in grid:
+                c = init_cascade(prob, self._settings(K=K, eps=e, delta=d))
+                inits.append(c)
+                points.append(self._score(c, bank, H32, val))
+                self._record("init", (K, e, d), 0, None, points[-1])
+                bar.update()
+            i = choose(points, self.selection_tolerance)
+            self.selection_[i]["chosen"] = True
+            K, e, d = grid[i]
+            c0 = inits[i]
+        else:
+            K, e, d = grid[0]
+        cfg = self._settings(K=K, eps=e, delta=d)
+        cfg.max_cycles = max_cycles
+        on_cycle = None
+        early = val is not None and bool(self.early_stopping)
+        if early:
+            snaps = [c0 if c0 is not None else init_cascade(prob, cfg)]
+            pts = [self._score(snaps[0], bank, H32, val)]
+            self._record("cycle", (K, e, d), 0, None, pts[0])
+            c0 = snaps[0]
+
+            def on_cycle(c):
+                snaps.append(c.copy())
+                pts.append(self._score(c, bank, H32, val))
+                self._record("cycle", (K, e, d), len(snaps) - 1, None, pts[-1])
+                return False
+        c = optimize(prob, cfg, c0, bar=bar, on_cycle=on_cycle)
+        self.objective_history_ = [float(f) for f in c.history]
+        n_cycles = len(c.history) - 1
+        if early:
+            j = choose(pts, self.selection_tolerance)
+            self.selection_[len(self.selection_) - len(pts) + j]["chosen"] = True
+            c, n_cycles = snaps[j], j
+        tuned = []
+        if tune == "last" and np.any(c.B[-1]):
+            c = fine_tune_last(prob, cfg, c)
+            tuned.append(K - 1)
+        elif isinstance(tune, list):      # a refit: the stages validation kept
+            for k in tune:
+                if np.any(c.B[k]):
+                    c = fine_tune_stage(prob, cfg, c, k)
+                    tuned.append(k)
+        elif tune == "all":
+            cur = self._score(c, bank, H32, val)
+            for k in range(K):
+                if np.any(c.B[k]):
+                    cand = fine_tune_stage(prob, cfg, c, k)
+                    pt = self._score(cand, bank, H32, val)
+                    keep = choose([pt, cur], 0.0) == 0      # not less accurate; if as accurate, not dearer
+                    self._record("fine_tune", (K, e, d), n_cycles, k, pt, keep)
+                    if keep:
+                        c, cur = cand, pt
+                        tuned.append(k)
+                bar.update()
+        return c, (K, e, d), n_cycles, tuned, bank, H32
+
+    def _score(self, c: Cascade, bank, H32, val):
+        """(accuracy, mean cost) of cascade ``c``, exported, on the
+        validation rows (reference runtime)."""
+        self._export(c, bank, H32)
+        self._objective = 0.0      # metadata only; the fitted model carries the chosen cycle's
+        p = ref_predict(self.to_ir(), val[0])
+        return float(np.mean(p.output == val[1])), float(p.cost.mean())
+
+    def _record(self, step, setting, cycle, stage, point, chosen=False):
+        K, e, d = setting
+        self.selection_.append({"step": step, "n_stages": K, "exit_fraction": e, "lambda_inflation": d,
+                                "cycle": cycle, "stage": stage, "accuracy": point[0], "mean_cost": point[1],
+                                "chosen": bool(chosen)})
 
     def _export(self, c: Cascade, bank, H32):
         """float32 stages and thresholds, dummy stages dropped (Chen §4 and
@@ -299,7 +533,7 @@ class _CascadeClassifier(CostSensitiveClassifier):
         nodes.append(ir.cascade(ctl, name=self._mode))
         return self._ir_model(nodes, len(nodes) - 1, ir.binary_task(self._ir_classes(), "identity"),
                               self._costs, n_stages=len(self._stages),
-                              objective=self.objective_history_[-1])
+                              objective=self._objective)
 
 
     # the stages are squared-loss scores (the IR task has the identity transform)

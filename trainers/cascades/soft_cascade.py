@@ -427,12 +427,13 @@ def init_cascade(prob: Problem, cfg: Settings) -> Cascade:
     return Cascade(B, b, theta)
 
 
-def optimize(prob: Problem, cfg: Settings, c: Cascade | None = None, bar=None) -> Cascade:
+def optimize(prob: Problem, cfg: Settings, c: Cascade | None = None, bar=None, on_cycle=None) -> Cascade:
     """Alg. 1 (Chen §3.3.1): init (Alg. 2) unless given, then cycles over the
     stages until Eq. 8 / 3.25 falls by less than ``tol`` (relative) or
     ``max_cycles``.  ``history`` holds the objective after the init and after
     each cycle; it never increases.  ``bar`` (a progress bar) advances once a
-    cycle and shows the objective."""
+    cycle and shows the objective.  ``on_cycle(c)``, when given, is called
+    after each cycle; a true return stops the cycles (early stopping)."""
     c = init_cascade(prob, cfg) if c is None else c.copy()
     f = objective(prob, cfg, c)
     c.history = [f]
@@ -444,6 +445,8 @@ def optimize(prob: Problem, cfg: Settings, c: Cascade | None = None, bar=None) -
         if bar is not None:
             bar.update()
             bar.set_postfix(objective=f"{f:.6g}", refresh=False)
+        if on_cycle is not None and on_cycle(c):
+            break
         if f_start - f <= cfg.tol * abs(f):
             break
     return c
@@ -463,6 +466,29 @@ def fine_tune_last(prob: Problem, cfg: Settings, c: Cascade) -> Cascade:
     out.b[K - 1] = z[0]
     out.B[K - 1] = 0.0
     out.B[K - 1, A] = z[1:]
+    return out
+
+
+def fine_tune_stage(prob: Problem, cfg: Settings, c: Cascade, k: int) -> Cascade:
+    """Thesis §3.4.4 fine-tuning of stage k < K, which makes the final
+    prediction of the rows exiting there: re-fit it without the cost term on
+    its frozen support, each row weighted by its probability of exiting at k
+    (q^k), then move theta^k so that the (soft) share of rows passing on,
+    d_{k+1}, is what it was (the ``_threshold_for_mass`` bisection of Alg. 2).
+    Re-fitting a routing stage moves its exits, so the caller keeps the result
+    only if validation says so (thesis §3.7.2 early-stops the fine-tuning)."""
+    if k == cfg.n_stages - 1:
+        return fine_tune_last(prob, cfg, c)
+    A = np.flatnonzero(c.B[k])
+    p, q, I = chain(scores(prob, c), c.theta, cfg.gamma)
+    _, Gram, rhs = design(prob.H, A, prob.w * q[:, k], prob.y)
+    z = refit(Gram, rhs, float(cfg.rho[k]), n_iter=cfg.init_iters)
+    out = c.copy()
+    out.b[k] = z[0]
+    out.B[k] = 0.0
+    out.B[k, A] = z[1:]
+    s = out.b[k] + linalg.rmatvec(prob.Ht, out.B[k])
+    out.theta[k] = _threshold_for_mass(s, p[:, k], float(np.mean(p[:, k] * I[:, k])), cfg.gamma)
     return out
 
 
