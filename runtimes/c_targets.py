@@ -219,3 +219,55 @@ def run_fuzzer(model, seconds=20, work_dir=None) -> tuple[bool, str]:
     finally:
         if own:
             shutil.rmtree(work_dir, ignore_errors=True)
+
+
+def run_rank_on_target(model, X, group, budgets=None, target="host-asan-ubsan", timeout=300):
+    """(dense Ranking, lazy Ranking with per-document fetch counts, {bad
+    call: return code}) of a model with a query-level exit, ranked on
+    ``target`` by a program (templates/c/rank_main.c.j2) that gives every
+    query a workspace and outputs of exactly the sizes asked for, so a
+    sanitizer build catches any write past them."""
+    from .prediction import Ranking, as_group_sizes, finish
+    t = TARGETS[target]
+    ok, why = target_available(target)
+    if not ok:
+        raise RuntimeError(why)
+    X = as_features(X, model.n_features, model.feature_names)
+    N, F = X.shape[0], model.n_features
+    offsets = as_group_sizes(group, N)
+    b = as_budget(budgets, N)
+    sources = render(model, "sfm", max_category_words=t.max_category_words)
+    row_bits, budget_bits = _vectors(X, b)
+    main = _env.get_template("rank_main.c.j2").render(
+        prefix="sfm", PREFIX="SFM", n_rows=N, n_queries=len(offsets) - 1, F=F, row_bits=row_bits,
+        budget_bits=budget_bits, sizes=", ".join(str(int(s)) for s in np.diff(offsets)))
+    with tempfile.TemporaryDirectory() as work:
+        for name, text in (("sfm.c", sources["sfm.c"]), ("sfm.h", sources["sfm.h"]), ("rank_main.c", main)):
+            with open(os.path.join(work, name), "w") as fh:
+                fh.write(text)
+        exe = os.path.join(work, "rank")
+        cmd = [t.cc, *C_FLAGS, *t.cflags, "-o", exe, os.path.join(work, "rank_main.c"), os.path.join(work, "sfm.c")]
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        if r.returncode != 0:
+            raise RuntimeError(f"build for {target} failed ({' '.join(cmd)}):\n{r.stderr[-4000:]}")
+        r = subprocess.run([*t.run, exe], capture_output=True, text=True, timeout=timeout)
+        if r.returncode != 0 or "END" not in r.stdout:
+            raise RuntimeError(f"{target} run failed (rc {r.returncode}):\n{r.stdout[-1000:]}{r.stderr[-3000:]}")
+    lines = r.stdout.splitlines()
+    out = []
+    for tag in "DL":
+        rows = [ln.split() for ln in lines if ln.startswith(tag + " ")]
+        if len(rows) != N:
+            raise RuntimeError(f"expected {N} '{tag}' lines, got {len(rows)}")
+        scores = _hex32([[r[1]] for r in rows]).view(np.float32).reshape(N, 1)
+        output, proba = finish(model.task, scores)
+        out.append(Ranking(output=output, scores=scores, proba=proba,
+                           cost=_hex64([[r[2]] for r in rows]).view(np.float64).ravel(),
+                           stage=np.array([int(r[3]) for r in rows], np.int64),
+                           n_trees=np.array([int(r[4]) for r in rows], np.int64),
+                           dropped=np.array([r[5] == "1" for r in rows], bool),
+                           order=np.array([int(r[6]) for r in rows], np.int64),
+                           features_used=np.array([[c == "1" for c in r[7]] for r in rows], bool).reshape(N, F),
+                           fetches=np.array([int(r[8]) for r in rows], np.int64) if tag == "L" else None))
+    errors = {ln.split()[1]: int(ln.split()[2]) for ln in lines if ln.startswith("E ")}
+    return out[0], out[1], errors
