@@ -168,9 +168,10 @@ class _GreedyMiserMixin:
         pandas ``category`` columns are encoded by their categories' order),
         as scikit-learn's HistGradientBoosting takes them.  Their splits send
         a set of categories left (LightGBM's search: categories sorted by
-        G/(H + cat_smooth), best prefix from either end); NaN, categories
-        rarer than the 254 most frequent, unseen, negative and non-integer
-        values go right.  None: every split numeric.
+        G/(H + cat_smooth), best prefix from either end).  The ``max_bins - 1``
+        most frequent categories of a feature get a bin each; NaN, rarer,
+        unseen, negative and non-integer values go right at every set split.
+        None: every split numeric.
     cat_l2 : float, default 10
         Added to l2 in the children's scores of a set split (LightGBM).
     cat_smooth : float, default 10
