@@ -33,7 +33,7 @@ from ..base import CostSensitiveClassifier
 from ..boosting.booster import tree_outputs
 from ..boosting.tree_bank import bank_features, subset_bank, tiered_bank
 from ..common import class_weight_per_class, holdout_rows, no_predict_proba, progress_bar
-from ..trees.tree_ir import CostItems, Scorer, place_threshold
+from ..trees.tree_ir import CostItems, Scorer, choose, place_threshold
 from .soft_cascade import (
     Cascade,
     Problem,
@@ -50,15 +50,6 @@ FINE_TUNE = ("none", "last", "all")
 # the candidates "auto" tries (Chen §3.4 and thesis §3.7.2 choose the cascade
 # length, keep ratio and discount on validation, with at most 10 stages)
 AUTO = {"n_stages": (1, 3, 10), "exit_fraction": (0.05, 0.15), "lambda_inflation": (1.3, 2.5)}
-
-
-def choose(points, tolerance):
-    """The selection rule: among ``points`` [(accuracy, mean cost), ...]
-    measured on validation, the cheapest whose accuracy is within
-    ``tolerance`` of the best one's (ties: the first).  Returns its index."""
-    best = max(a for a, _ in points)
-    ok = [i for i, (a, _) in enumerate(points) if a >= best - tolerance]
-    return min(ok, key=lambda i: (points[i][1], i))
 
 
 def _candidates(name, value):

@@ -21,11 +21,22 @@ from .. import linalg
 from ..base import CostSensitiveClassifier, CostSensitiveRegressor
 from ..boosting.booster import tree_outputs
 from ..boosting.tree_bank import bank_features
-from ..common import no_predict_proba, progress_bar, single_thread
+from ..common import holdout_rows, no_predict_proba, progress_bar, single_thread
 from .soft_tree import LEAF, TERM, SoftTree
-from .tree_ir import CostItems, HardTree, Scorer, Standardizer, feature_input, route_rows, to_ir_nodes, tree_input_of
+from .tree_ir import (
+    CostItems,
+    HardTree,
+    Scorer,
+    Standardizer,
+    choose,
+    feature_input,
+    route_rows,
+    to_ir_nodes,
+    tree_input_of,
+)
 
 FINE_TUNE = ("none", "node", "path")
+AUTO_DEPTHS = (1, 2, 3, 4)
 
 
 class _Basis:
@@ -108,6 +119,9 @@ class _SquaredRegression:
     def _task(self):
         return ir.regression_task()
 
+    def _decode_target(self, t):
+        return t
+
     @staticmethod
     def _val_score(model, Xv, yv):
         return -float(np.mean((ref_predict(model, Xv).output - np.asarray(yv, np.float64)) ** 2))
@@ -121,6 +135,9 @@ class _SquaredBinary:
 
     def _task(self):
         return ir.binary_task(self._ir_classes(), "identity")
+
+    def _decode_target(self, t):
+        return self.classes_[(np.asarray(t) > 0).astype(int)]
 
     predict_proba = no_predict_proba("its squared-loss margin is not a log-odds; use decision_function")
 
@@ -136,8 +153,12 @@ class _CSTCMixin(_TreeIR):
     cost_tradeoff : float [0.01]
         lambda of T(3.13), per row on the standardised target.  ``lambda_grid``
         gives the values worth trying.
-    max_depth : int [3]
-        Levels of classifier nodes of the full tree (2**max_depth - 1 nodes).
+    max_depth : int, tuple of int or "auto" [3]
+        Levels of classifier nodes of the full tree (2**max_depth - 1 nodes),
+        at most 10 (thesis §3.7.2).  A tuple (or "auto", (1, 2, 3, 4)) fits
+        one tree per depth and keeps the one the selection rule prefers on
+        validation (thesis §3.7.2: "CSTC depth by validation performance").
+        The default stays one depth: each candidate is a full fit.
     rho : float [1e-3]
         l1 weight (T(3.1)), standardised units.
     steepness : float [50]
@@ -150,9 +171,21 @@ class _CSTCMixin(_TreeIR):
     fine_tune : {"none", "node", "path"} ["node"]
         Re-fit the exit classifiers without the cost term on their frozen
         support (thesis §3.4.4); "path" lets an exit use every column its path
-        already paid for (same cost by construction).
+        already paid for (same cost by construction).  With validation rows
+        (``eval_set``, or the hold-out of a depth search) each exit's re-fit
+        is kept only when the validation score does not fall (thesis §3.7.2
+        stops fine-tuning early on validation).
     prune : bool [True]
-        Prune on ``eval_set`` (thesis §3.4.5), when given.
+        Prune on the validation rows (thesis §3.4.5), when there are some.
+    validation_fraction : float [0.2]
+        Share of the training rows held out (seeded by ``random_state``) as
+        validation rows when depths are searched and ``fit`` gets no
+        ``eval_set``; the tree is then trained on the other rows (pruning and
+        fine-tuning keep using the held-out ones).
+    selection_tolerance : float [0.005]
+        The depth rule's slack: the cheapest tree (validation mean cost)
+        whose validation accuracy is within this of the best one's (for a
+        regressor: whose validation MSE is within this fraction of the best).
     max_cycles : int [10]; tol : float [1e-6]
         Block coordinate descent stops (Alg. 5's epsilon).
     bank : ir TreesNode or None [None]
@@ -160,7 +193,8 @@ class _CSTCMixin(_TreeIR):
         trees (the boosting trick), tree t costing ``bank.tree_cost[t]``.
     feature_costs, feature_groups, group_costs, feature_names, group_names
         As Greedy Miser.
-    random_state : unused (CSTC is deterministic); kept for the common API.
+    random_state : int or None
+        Seeds the hold-out of a depth search (the fit itself is deterministic).
     verbose : int, default 1
         A progress bar over the block-coordinate-descent cycles.
     """
@@ -168,7 +202,10 @@ class _CSTCMixin(_TreeIR):
     def __init__(self, *, cost_tradeoff=0.01, max_depth=3, rho=1e-3, steepness=50.0,
                  cost_reweight_rounds=3, reweight_eps=0.03, fine_tune="node", prune=True,
                  max_cycles=10, tol=1e-6, bank=None, feature_costs=None, feature_groups=None,
-                 group_costs=None, feature_names=None, group_names=None, random_state=None, verbose=1):
+                 group_costs=None, feature_names=None, group_names=None, random_state=None, verbose=1,
+                 validation_fraction=0.2, selection_tolerance=0.005):
+        self.validation_fraction = validation_fraction
+        self.selection_tolerance = selection_tolerance
         self.verbose = verbose
         self.cost_tradeoff = cost_tradeoff
         self.max_depth = max_depth
@@ -189,9 +226,24 @@ class _CSTCMixin(_TreeIR):
         self.random_state = random_state
 
     # ------------------------------------------------------------ checks
+    def _depths(self):
+        d = self.max_depth
+        if isinstance(d, str):
+            if d != "auto":
+                raise ValueError(f"max_depth must be an integer in 1..10, a tuple of them or 'auto', got {d!r}")
+            d = AUTO_DEPTHS
+        ds = tuple(d) if isinstance(d, (tuple, list)) else (d,)
+        if not ds:
+            raise ValueError("max_depth: an empty tuple of candidates")
+        for x in ds:
+            if not (isinstance(x, (int, np.integer)) and not isinstance(x, bool) and 1 <= x <= 10):
+                raise ValueError(f"max_depth must be an integer in 1..10, got {x!r}")
+        return tuple(int(x) for x in ds)
+
     def _check_params(self):
-        if not (isinstance(self.max_depth, (int, np.integer)) and 1 <= self.max_depth <= 10):
-            raise ValueError(f"max_depth must be an integer in 1..10, got {self.max_depth!r}")
+        self._depths()
+        if not (np.isfinite(self.selection_tolerance) and self.selection_tolerance >= 0):
+            raise ValueError(f"selection_tolerance must be a number >= 0, got {self.selection_tolerance!r}")
         for name in ("cost_tradeoff", "rho", "reweight_eps"):
             v = getattr(self, name)
             if not (np.isfinite(v) and v >= 0):
@@ -217,46 +269,92 @@ class _CSTCMixin(_TreeIR):
         self._check_params()
         X, t, costs, basis = self._prepare(X, y)
         self._costs, self._basis = costs, basis
+        depths = self._depths()
+        val = None
+        if eval_set is not None:
+            val = (self._validate_X(eval_set[0], reset=False), np.asarray(eval_set[1]))
+        elif len(depths) > 1:
+            tr, va = holdout_rows(len(t), self.validation_fraction, self.random_state)
+            val = (X[va], self._decode_target(t[va]))
+            X, t = X[tr], t[tr]
+        self.selection_ = []
         with single_thread():
-            return self._fit(X, t, basis, eval_set)
+            if len(depths) == 1:
+                return self._fit(X, t, basis, val, depths[0])
+            fits, points = [], []
+            for d in depths:
+                self._fit(X, t, basis, val, d)
+                p = ref_predict(self.model_, val[0])
+                score = self._val_score(self.model_, val[0], val[1])
+                fits.append((self.tree_, self.objective_history_, self.n_nodes_, self._soft, self._std,
+                             self.fine_tuned_exits_))
+                points.append((score, float(p.cost.mean())))
+                self.selection_.append({"max_depth": d, "score": score, "mean_cost": points[-1][1],
+                                        "n_nodes": self.n_nodes_, "chosen": False})
+            i = self._choose(points)
+            self.selection_[i]["chosen"] = True
+            (self.tree_, self.objective_history_, self.n_nodes_, self._soft, self._std,
+             self.fine_tuned_exits_) = fits[i]
+            self.max_depth_ = depths[i]
+            return self._set_model(self.to_ir())
 
-    def _fit(self, X, t, basis, eval_set):
+    def _choose(self, points):
+        """``cronus.choose`` on (score, cost): accuracy within
+        ``selection_tolerance`` of the best; for a regressor (score = -MSE),
+        MSE within that fraction of the best."""
+        if isinstance(self, CostSensitiveRegressor):
+            best = max(s for s, _ in points)
+            ok = [(0.0 if s >= best * (1 + self.selection_tolerance) else -1.0, c) for s, c in points]
+            return choose(ok, 0.0)
+        return choose(points, self.selection_tolerance)
+
+    def _fit(self, X, t, basis, val, depth):
         Z32 = basis.matrix(X)
         self._std = std = Standardizer.fit(Z32, t)
-        tree = SoftTree(std.columns(Z32), std.target(t), basis.items(), int(self.max_depth),
+        tree = SoftTree(std.columns(Z32), std.target(t), basis.items(), depth,
                         self.cost_tradeoff, self.rho, self.steepness)
         tree.initialise()
-        if eval_set is not None and self.prune and tree.K > 1:
-            Xv, yv = eval_set
-            self._prune(tree, Z32, self._validate_X(Xv, reset=False), np.asarray(yv))
+        if val is not None and self.prune and tree.K > 1:
+            self._prune(tree, Z32, *val)
         rounds = int(self.cost_reweight_rounds)
-        with progress_bar(self.verbose, int(self.max_cycles) * (1 + rounds), "CSTC", "cycle") as bar:
+        with progress_bar(self.verbose, int(self.max_cycles) * (1 + rounds), f"CSTC depth {depth}",
+                          "cycle") as bar:
             tree.bcd(self.max_cycles, self.tol, bar)
             for _ in range(rounds):
                 tree.reweight(self.reweight_eps)
                 tree.bcd(self.max_cycles, self.tol, bar)
-        self.tree_ = self._export(tree, Z32, fine_tune=self.fine_tune)
+        self.tree_ = self._export(tree, Z32, fine_tune=self.fine_tune, val=val)
         self.objective_history_ = list(tree.history)
         self.n_nodes_ = int(tree.alive.sum())
+        self.max_depth_ = depth
         self._soft = tree
         return self._set_model(self.to_ir())
 
-    def _export(self, tree: SoftTree, Z32, fine_tune="none") -> HardTree:
+    def _export(self, tree: SoftTree, Z32, fine_tune="none", val=None) -> HardTree:
         """Hard tree in raw units: scorers folded, thresholds placed between
         distinct IR margins of the training rows (``Z32``, the float32
-        basis), exits fine-tuned."""
+        basis), exits fine-tuned (with validation rows ``val``, each re-fit
+        kept only when the validation score does not fall)."""
         K, std = tree.K, self._std
         scorers = [Scorer.from_float64(*std.fold(tree.beta[k], tree.bias[k])) for k in range(K)]
         ht = HardTree(scorers, tree.child.copy(), np.zeros(K, np.float32))
-        if fine_tune != "none":
-            self._fine_tune(tree, ht, fine_tune)
         theta_raw = np.array([std.margin(th) for th in tree.theta])
+        self.fine_tuned_exits_ = []
+        if fine_tune != "none" and val is None:
+            self._fine_tune(tree, ht, fine_tune)
         route_rows(ht, Z32, np.arange(Z32.shape[0]), theta_raw)
+        if fine_tune != "none" and val is not None:
+            # exits and leaves do not route, so the thresholds placed above stay right
+            self._fine_tune(tree, ht, fine_tune, val)
         return ht
 
-    def _fine_tune(self, tree: SoftTree, ht: HardTree, how):
+    def _fine_tune(self, tree: SoftTree, ht: HardTree, how, val=None):
         """Thesis §3.4.4: exits re-fit without the cost term, support frozen
-        (node) or the path's paid columns (path)."""
+        (node) or the path's paid columns (path); with validation rows, one
+        exit at a time, kept when the validation score does not fall
+        (thesis §3.7.2)."""
+        if val is not None:
+            best = self._val_score(self._ir_from(ht), *val)
         p, s = tree.forward()
         std = self._std
         for (k, side) in tree.terminals():
@@ -269,10 +367,24 @@ class _CSTCMixin(_TreeIR):
                 continue
             beta, b = tree.refit(w, cols)
             sc = Scorer.from_float64(*std.fold(beta, b))
+            before = ht.scorer[k] if side == LEAF else ht.exit.get((k, side))
             if side == LEAF:
                 ht.scorer[k] = sc
             else:
                 ht.exit[(k, side)] = sc
+            if val is None:
+                self.fine_tuned_exits_.append((int(k), int(side)))
+                continue
+            score = self._val_score(self._ir_from(ht), *val)
+            if score >= best:
+                best = score
+                self.fine_tuned_exits_.append((int(k), int(side)))
+            elif side == LEAF:
+                ht.scorer[k] = before
+            elif before is None:
+                del ht.exit[(k, side)]
+            else:
+                ht.exit[(k, side)] = before
 
     def _prune(self, tree: SoftTree, Z32, Xv, yv):
         """Bottom-up: at a node whose children are leaves or terminals, try
@@ -280,6 +392,7 @@ class _CSTCMixin(_TreeIR):
         the validation score (through the IR) is not worse, fewer nodes first."""
         def score():
             return self._val_score(self._ir_from(self._export(tree, Z32)), Xv, yv)
+        self.fine_tuned_exits_ = []
         best = score()
         changed = True
         while changed:

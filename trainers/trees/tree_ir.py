@@ -282,3 +282,13 @@ def tree_input_of(bank_index):
     def f(col):
         return ir.tree_input(bank_index, int(col))
     return f
+
+
+def choose(points, tolerance):
+    """The selection rule of the validation searches (Cronus, CSCC, CSTC;
+    docs/cascades.md, docs/trees.md): among ``points`` [(accuracy, mean cost), ...]
+    measured on validation, the cheapest whose accuracy is within
+    ``tolerance`` of the best one's (ties: the first).  Returns its index."""
+    best = max(a for a, _ in points)
+    ok = [i for i, (a, _) in enumerate(points) if a >= best - tolerance]
+    return min(ok, key=lambda i: (points[i][1], i))
