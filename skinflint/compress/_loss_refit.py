@@ -44,15 +44,15 @@ def _grad_hess_loss(m, y, kind):
 
 
 @njit(cache=True)
-def _end(feature, threshold, left, right, missing_left, root, kept, x):
+def _end(feature, threshold, left, right, missing_left, cat, root, kept, x):
     h = root
     while feature[h] >= 0 and kept[h]:
-        h = _next(feature, threshold, left, right, missing_left, h, x)
+        h = _next(feature, threshold, left, right, missing_left, cat, h, x)
     return h
 
 
 @njit(cache=True, parallel=True)
-def _weighted_means(feature, threshold, left, right, missing_left, roots, X, leaf_of, value, weight, out):
+def _weighted_means(feature, threshold, left, right, missing_left, cat, roots, X, leaf_of, value, weight, out):
     """out[h] = the ``weight``-weighted mean of the source contributions of
     the rows below internal node h (0 where no row reaches it)."""
     M = feature.shape[0]
@@ -67,14 +67,14 @@ def _weighted_means(feature, threshold, left, right, missing_left, roots, X, lea
                 H[h] += weight[i]
                 if feature[h] < 0:
                     break
-                h = _next(feature, threshold, left, right, missing_left, h, X[i])
+                h = _next(feature, threshold, left, right, missing_left, cat, h, X[i])
     for h in range(M):
         if feature[h] >= 0:
             out[h] = HC[h] / H[h] if H[h] > 0 else 0.0
 
 
 @njit(cache=True, parallel=True)
-def refit_and_losses(feature, threshold, left, right, missing_left, roots, X, leaf_of, value, current, kept,
+def refit_and_losses(feature, threshold, left, right, missing_left, cat, roots, X, leaf_of, value, current, kept,
                      base, y, kind, refit):
     """Node values [M] and the summed validation loss if each tree ends at
     each node [M], in the context of the ensemble as currently pruned
@@ -86,7 +86,7 @@ def refit_and_losses(feature, threshold, left, right, missing_left, roots, X, le
     now = np.empty((T, N))                          # each tree's contribution as currently pruned
     for t in prange(T):
         for i in range(N):
-            now[t, i] = current[_end(feature, threshold, left, right, missing_left, roots[t], kept, X[i])]
+            now[t, i] = current[_end(feature, threshold, left, right, missing_left, cat, roots[t], kept, X[i])]
     F = np.full(N, base)
     for t in range(T):                              # tree order, as the bank adds
         for i in range(N):
@@ -96,7 +96,7 @@ def refit_and_losses(feature, threshold, left, right, missing_left, roots, X, le
         weight[i] = _grad_hess_loss(F[i], y[i], kind)[1]
     out = current.copy()
     if refit:
-        _weighted_means(feature, threshold, left, right, missing_left, roots, X, leaf_of, value, weight, out)
+        _weighted_means(feature, threshold, left, right, missing_left, cat, roots, X, leaf_of, value, weight, out)
     loss = np.zeros(M)
     for t in prange(T):
         for i in range(N):
@@ -106,7 +106,7 @@ def refit_and_losses(feature, threshold, left, right, missing_left, roots, X, le
                 loss[h] += _grad_hess_loss(m + out[h], y[i], kind)[2]
                 if feature[h] < 0:
                     break
-                h = _next(feature, threshold, left, right, missing_left, h, X[i])
+                h = _next(feature, threshold, left, right, missing_left, cat, h, X[i])
     return out, loss, F
 
 

@@ -13,17 +13,38 @@ import numba
 import numpy as np
 from numba import njit, prange
 
+from ..runtimes._split import category_left
+
+
+def category_arrays(bank):
+    """The bank's category-set splits (``ir.nodes.CategorySplits``) as the
+    kernels read them: (rule code, begin [M], words [M], bits, other_left
+    [M]); words all 0 (every split numeric) when the bank has none."""
+    M = bank.feature.shape[0]
+    c = bank.categories
+    if c is None:
+        return (np.int64(0), np.full(M, -1, np.int64), np.zeros(M, np.int64), np.zeros(1, np.uint32),
+                np.zeros(M, np.uint8))
+    return (np.int64(c.rule_code), np.asarray(c.begin, np.int64), np.asarray(c.words, np.int64),
+            np.ascontiguousarray(c.bits, np.uint32), np.asarray(c.other_left, np.uint8))
+
 
 @njit(cache=True)
-def _next(feature, threshold, left, right, missing_left, h, x):
+def _next(feature, threshold, left, right, missing_left, cat, h, x):
+    """The child row ``x`` goes to at node h: the reference runtime's rule,
+    NaN first, then the category set (``category_left``, the reference's own
+    function) at a categorical node, else ``x <= threshold``."""
     v = x[feature[h]]
     if np.isnan(v):
         return left[h] if missing_left[h] else right[h]
+    words = cat[2][h]
+    if words > 0:
+        return left[h] if category_left(v, cat[0], words, cat[1][h], cat[4][h], cat[3]) else right[h]
     return left[h] if v <= threshold[h] else right[h]
 
 
 @njit(cache=True)
-def _walk_tree(feature, threshold, left, right, missing_left, root, X, unit_of, group_of, stamp,
+def _walk_tree(feature, threshold, left, right, missing_left, cat, root, X, unit_of, group_of, stamp,
                leaf_of_t, node_rows, out_node, out_key, start):
     """One tree over all rows; with ``out_node`` empty it only counts the
     first touches (the first pass), else it writes them from ``start``: the
@@ -52,13 +73,13 @@ def _walk_tree(feature, threshold, left, right, missing_left, root, X, unit_of, 
                 if write:
                     out_node[start + n], out_key[start + n] = h, g * N + i
                 n += 1
-            h = _next(feature, threshold, left, right, missing_left, h, x)
+            h = _next(feature, threshold, left, right, missing_left, cat, h, x)
         leaf_of_t[i] = h
     return n
 
 
 @njit(cache=True, parallel=True)
-def route_bank(feature, threshold, left, right, missing_left, roots, X, unit_of, group_of, n_units):
+def route_bank(feature, threshold, left, right, missing_left, cat, roots, X, unit_of, group_of, n_units):
     """(rows per node [M], leaf reached [T, N], first touches in tree-major
     order: node [S] and key ``unit * N + row`` [S], offsets [T + 1] of each
     tree's)."""
@@ -70,7 +91,7 @@ def route_bank(feature, threshold, left, right, missing_left, roots, X, unit_of,
     empty_key = np.empty(0, np.int64)
     for t in prange(T):
         stamp = np.zeros(n_units, np.int64)
-        counts[t] = _walk_tree(feature, threshold, left, right, missing_left, roots[t], X, unit_of, group_of,
+        counts[t] = _walk_tree(feature, threshold, left, right, missing_left, cat, roots[t], X, unit_of, group_of,
                                stamp, leaf_of[t], node_rows, empty, empty_key, 0)
     off = np.zeros(T + 1, np.int64)
     for t in range(T):
@@ -81,7 +102,7 @@ def route_bank(feature, threshold, left, right, missing_left, roots, X, unit_of,
     scratch = np.zeros(M, np.int64)                # rows are counted once (first pass) only
     for t in prange(T):
         stamp = np.zeros(n_units, np.int64)
-        _walk_tree(feature, threshold, left, right, missing_left, roots[t], X, unit_of, group_of, stamp,
+        _walk_tree(feature, threshold, left, right, missing_left, cat, roots[t], X, unit_of, group_of, stamp,
                    leaf_of[t], scratch, t_node, t_key, off[t])
     return node_rows, leaf_of, t_node, t_key, off
 
@@ -206,7 +227,7 @@ def _group_sparse(t_node, t_key, n_units, N):
 
 
 @njit(cache=True, parallel=True)
-def leaf_index(feature, threshold, left, right, missing_left, roots, X):
+def leaf_index(feature, threshold, left, right, missing_left, cat, roots, X):
     """[T, N] the leaf each row reaches in each tree."""
     T, N = roots.shape[0], X.shape[0]
     leaf_of = np.empty((T, N), np.int32)
@@ -214,7 +235,7 @@ def leaf_index(feature, threshold, left, right, missing_left, roots, X):
         for i in range(N):
             h = roots[t]
             while feature[h] >= 0:
-                h = _next(feature, threshold, left, right, missing_left, h, X[i])
+                h = _next(feature, threshold, left, right, missing_left, cat, h, X[i])
             leaf_of[t, i] = h
     return leaf_of
 
@@ -282,7 +303,7 @@ def refit_values(order, ooff, left, right, feature, node_rows, value):
 
 
 @njit(cache=True, parallel=True)
-def path_errors(feature, threshold, left, right, missing_left, roots, X, node_value, y_class, y_value, kind):
+def path_errors(feature, threshold, left, right, missing_left, cat, roots, X, node_value, y_class, y_value, kind):
     """Per node, the summed loss of the validation rows that reach it if
     the node predicted its own value there (the per-tree surrogate of the
     paper's eq. (1)).  ``kind`` 0: misclassification (the paper's; label
@@ -319,5 +340,5 @@ def path_errors(feature, threshold, left, right, missing_left, roots, X, node_va
                     err[h] += d * d
                 if feature[h] < 0:
                     break
-                h = _next(feature, threshold, left, right, missing_left, h, X[i])
+                h = _next(feature, threshold, left, right, missing_left, cat, h, X[i])
     return err

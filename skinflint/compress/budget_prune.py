@@ -43,7 +43,7 @@ from ..ir import builders
 from ..ir.nodes import TreesNode
 from . import _prune_kernels as K
 from ._loss_refit import LOGISTIC, SQUARED, mean_loss, refit_and_losses
-from ._routing import error_counts, group_triples, labels_of, path_errors, refit_values, route_bank
+from ._routing import category_arrays, error_counts, group_triples, labels_of, path_errors, refit_values, route_bank
 
 DEFAULT_ITERATIONS = 40
 BOOSTED_ROUNDS = 4        # re-scorings of a boosted ensemble against its pruned self
@@ -150,12 +150,12 @@ class _Problem:
         unit_of, group_of, self.unit_cost = _units(model)
         f, thr, lft, rgt = bank.feature.astype(np.int64), bank.threshold, bank.left.astype(np.int64), \
             bank.right.astype(np.int64)
-        ml, roots = bank.missing_left, bank.roots.astype(np.int64)
+        ml, cat, roots = bank.missing_left, category_arrays(bank), bank.roots.astype(np.int64)
         owner = bank.tree_ranges()
         per_tree = np.bincount(owner[owner >= 0], minlength=bank.n_trees)
         self.order, self.ooff = K.preorder(roots, lft, rgt, f, per_tree)
         node_rows, leaf_of, t_node, t_key, self.toff = route_bank(
-            f, thr, lft, rgt, ml, roots, X, unit_of, group_of, len(self.unit_cost))
+            f, thr, lft, rgt, ml, cat, roots, X, unit_of, group_of, len(self.unit_cost))
         self._segments(t_node, t_key)
         del t_key
         y_class, y_value, classify = _labels(model, y)
@@ -168,7 +168,7 @@ class _Problem:
             target = y_class.astype(np.float64) if classify else y_value
             source = np.asarray(bank.value[:, 0], np.float64)
             self._rescore = lambda cur, kept, refit=False: refit_and_losses(  # noqa: E731  (the same rows every round)
-                f, thr, lft, rgt, ml, roots, X, leaf_of, source, cur, kept, float(bank.base_score[0]), target,
+                f, thr, lft, rgt, ml, cat, roots, X, leaf_of, source, cur, kept, float(bank.base_score[0]), target,
                 kind, refit)
             self._mean_loss = lambda F: mean_loss(F, target, kind)  # noqa: E731
             value, loss, _ = self._rescore(source, np.ones(len(source), bool), True)
@@ -188,7 +188,7 @@ class _Problem:
             err = error_counts(self.order, self.ooff, lft, rgt, f, leaf_of, y_class, labels_of(self.value),
                                len(model.task.classes))
         else:
-            err = path_errors(f, thr, lft, rgt, ml, roots, X, self.value, y_class, y_value, LOSSES[loss])
+            err = path_errors(f, thr, lft, rgt, ml, cat, roots, X, self.value, y_class, y_value, LOSSES[loss])
         self.err = err / (self.N * bank.n_trees)
 
     def _segments(self, t_node, t_key):
@@ -286,7 +286,23 @@ def _pruned_bank(bank, value, kept, alive, order, ooff):
         np.where(split[:, None], 0.0, value[nodes]), roots=np.r_[0, np.cumsum(sizes)[:-1]],
         missing_left=np.where(split, bank.missing_left[nodes], True),
         tree_cost=np.asarray(bank.tree_cost, np.float64)[stays], base_score=base, name=bank.name,
-        precision=bank.precision, divisor=bank.divisor)
+        precision=bank.precision, divisor=bank.divisor, categories=_pruned_categories(bank, nodes, split))
+
+
+def _pruned_categories(bank, nodes, split):
+    """The category sets of the nodes that still split (new numbering), or
+    None when none does: a pruned model of a numeric forest stays numeric."""
+    c = bank.categories
+    if c is None:
+        return None
+    at = np.flatnonzero(split & (c.words[nodes] > 0))
+    if not at.size:
+        return None
+    sets = [None] * nodes.size
+    for k in at.tolist():
+        b = int(c.begin[nodes[k]])
+        sets[k] = c.bits[b:b + int(c.words[nodes[k]])]
+    return builders.category_splits(sets, np.where(split, c.other_left[nodes], False), rule=c.rule)
 
 
 def _model_of(problem, kept, alive, lam, error, cost, gap):

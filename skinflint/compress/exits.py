@@ -36,7 +36,7 @@ import numpy as np
 
 from ..ir import builders
 from ..ir.costs import features_per_tree
-from ._routing import leaf_index
+from ._routing import category_arrays, leaf_index
 from .budget_prune import _bank, refused_booster
 
 F32_MAX = float(np.finfo(np.float32).max)
@@ -57,7 +57,8 @@ class ExitResult:
 def _contributions(model, bank, X):
     """[N, T] each tree's value per row, as the float32 a ``linear`` node reads."""
     leaf_of = leaf_index(bank.feature.astype(np.int64), bank.threshold, bank.left.astype(np.int64),
-                         bank.right.astype(np.int64), bank.missing_left, bank.roots.astype(np.int64), X)
+                         bank.right.astype(np.int64), bank.missing_left, category_arrays(bank),
+                         bank.roots.astype(np.int64), X)
     return np.asarray(bank.value[:, 0], np.float64)[leaf_of].T.astype(np.float32)
 
 

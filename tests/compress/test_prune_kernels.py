@@ -5,7 +5,7 @@ class counts are the per-row walk's."""
 import numpy as np
 import pytest
 
-from skinflint.compress._routing import error_counts, group_triples, labels_of, path_errors, route_bank
+from skinflint.compress._routing import category_arrays, error_counts, group_triples, labels_of, path_errors, route_bank
 
 pytest.importorskip("sklearn")
 from sklearn.ensemble import RandomForestClassifier  # noqa: E402
@@ -45,11 +45,12 @@ def test_error_counts_equal_the_walk_per_row():
     per_tree = np.bincount(bank.tree_ranges(), minlength=bank.n_trees)
     order, ooff = preorder(roots, lft, rgt, f, per_tree)
     Xv = np.ascontiguousarray(X[250:])
-    _, leaf_of, *_ = route_bank(f, bank.threshold, lft, rgt, bank.missing_left, roots, Xv,
+    _, leaf_of, *_ = route_bank(f, bank.threshold, lft, rgt, bank.missing_left, category_arrays(bank), roots, Xv,
                                 np.arange(5, dtype=np.int64), np.full(5, -1, np.int64), 5)
     value = np.asarray(bank.value, np.float64)
     yv = y[250:].astype(np.int64)
-    walk = path_errors(f, bank.threshold, lft, rgt, bank.missing_left, roots, Xv, value, yv,
+    walk = path_errors(f, bank.threshold, lft, rgt, bank.missing_left, category_arrays(bank), roots, Xv,
+                       value, yv,
                        np.zeros(250), 0)
     got = error_counts(order, ooff, lft, rgt, f, leaf_of, yv, labels_of(value), 3)
     assert np.array_equal(got, walk) and got.sum() > 0
