@@ -359,10 +359,12 @@ class _GreedyMiserMixin:
         rng = np.random.default_rng(self.random_state)
         target = self._encode_target(y, reset=True)
         loss = self._make_loss()
+        held_out = False
         if eval_set is None and self.early_stopping:
             tr, val = holdout_rows(N, self.validation_fraction, rng)
             eval_set = (X[val], y[val])
             X, target, w, N = X[tr], target[tr], w[tr], len(tr)
+            held_out = True   # rows of X, validated already (and without a DataFrame's column names)
         data = BinnedData.from_X(X, self.max_bins, seed=int(rng.integers(2**31)),
                                  categorical=None if categories is None else categories.is_cat)
         active = None
@@ -373,7 +375,7 @@ class _GreedyMiserMixin:
         base = loss.initial_scores(target, w)
         validation = None
         if eval_set is not None:
-            Xv = self._validate_X(eval_set[0], reset=False)
+            Xv = eval_set[0] if held_out else self._validate_X(eval_set[0], reset=False)
             tv = self._encode_target(np.asarray(eval_set[1]), reset=False)
             validation = (Xv, tv, np.tile(base, (len(Xv), 1)))
         result = boost(data, loss, target, self.n_estimators, weight=w, costs=costs,

@@ -232,3 +232,17 @@ def test_tree_banks_carry_category_sets():
     keep = [1, 4]
     sub = subset_bank(bank, keep)
     np.testing.assert_array_equal(tree_outputs(sub, X), tree_outputs(bank, X)[:, keep])
+
+
+def test_a_frame_with_early_stopping_fits_without_warnings():
+    """The held-out rows are rows of the validated X: checking them again
+    as a frame-less array made scikit-learn warn about feature names."""
+    import warnings
+    pd = pytest.importorskip("pandas")
+    X, y = hidden_set_data(3000)
+    frame = pd.DataFrame({"kind": pd.Categorical(X[:, 0].astype(int)), "noise": X[:, 1]})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        m = GreedyMiserClassifier(n_estimators=5, max_depth=2, categorical_features="from_dtype", verbose=0,
+                                  min_data_per_group=10, early_stopping=True, random_state=0).fit(frame, y)
+    assert len(m.validation_loss_) == 5
