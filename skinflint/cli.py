@@ -126,6 +126,8 @@ def cmd_train(args):
                        "query column (--group)")
     spec = TRAINERS[args.trainer]
     extra = {"objective": args.objective} if args.objective else {}
+    if args.categorical:
+        extra["categorical_features"] = _categorical_mask(args.categorical, ds.feature_names)
     try:
         # options a trainer has no parameter for are dropped by the registry
         est = spec.estimator(task, n_estimators=args.trees, max_depth=args.depth,
@@ -134,6 +136,9 @@ def cmd_train(args):
                              random_state=args.seed, verbose=1, **extra)
     except ValueError as e:
         raise CLIError(f"{args.trainer}: {e}") from None
+    if args.categorical and "categorical_features" not in est.get_params():
+        raise CLIError(f"--categorical: {args.trainer} has no category-set splits; the boosters have "
+                       "(gbrt, greedy-miser, feature-subset), or one-hot encode the columns")
     eval_set = None
     if args.valid:
         v = _load_training(args.valid, args.format, args.costs, args.valid_group)
@@ -154,6 +159,21 @@ def cmd_train(args):
         print("note: a query-level exit: only the Python reference runtime ranks it yet "
               "(ReferenceRuntime(model).rank(X, group)); compile and predict refuse it. "
               "--exit-rule row trains a per-row model every backend runs.")
+
+
+def _categorical_mask(spec: str, names) -> np.ndarray:
+    """--categorical's columns (names, or 0-based positions) as a bool mask
+    over the data's columns."""
+    mask = np.zeros(len(names), bool)
+    for item in (c.strip() for c in spec.split(",")):
+        if item in names:
+            mask[list(names).index(item)] = True
+        elif item.isdigit() and int(item) < len(names):
+            mask[int(item)] = True
+        else:
+            raise CLIError(f"--categorical: no column {item!r}; the data's columns are "
+                           f"{', '.join(map(str, names[:12]))}{', ...' if len(names) > 12 else ''}")
+    return mask
 
 
 def cmd_plot(args):
@@ -362,6 +382,9 @@ def build_parser():
                    help="early-exit ranker: the papers' per-query rule (a query-level model: only the Python "
                         "reference runtime scores it yet) or the per-row rule every backend compiles")
     s.add_argument("--valid", help="validation rows for early stopping")
+    s.add_argument("--categorical", metavar="COLUMNS",
+                   help="comma-separated columns (header names or 0-based positions) holding category codes "
+                        "(integers >= 0): the booster splits them on category sets (docs/boosting.md)")
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("-o", "--output", required=True, help="model JSON to write")
     s.set_defaults(func=cmd_train)

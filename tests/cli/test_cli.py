@@ -209,3 +209,47 @@ def test_a_non_numeric_cell_is_named_with_its_line_and_column(tmp_path, capsys):
     assert main(["train", "--data", str(data), "-o", str(tmp_path / "m.json")]) == 1
     err = capsys.readouterr().err.strip()
     assert err == f"skinflint: error: {data}: line 4, column 2: 'oops' is not a number"
+
+
+def _category_csv(tmp_path):
+    """A label that is the category's membership in {3, 17, 42} (no threshold
+    on the code separates it) plus a noise column; header names."""
+    rng = np.random.default_rng(0)
+    code = rng.integers(0, 60, 3000)
+    noise = rng.normal(size=3000)
+    y = np.isin(code, [3, 17, 42]).astype(int)
+    data = tmp_path / "cat.csv"
+    np.savetxt(data, np.c_[code, noise, y], delimiter=",", fmt="%.6g", header="shop,noise,label", comments="")
+    return data
+
+
+def test_train_with_categorical_columns_learns_a_set_split(tmp_path, capsys):
+    from skinflint import ir
+    data = _category_csv(tmp_path)
+    out = tmp_path / "m.json"
+    assert main(["train", "--data", str(data), "--trainer", "gbrt", "--categorical", "shop", "--trees", "20",
+                 "--learning-rate", "0.5", "--depth", "2", "-o", str(out)]) == 0
+    model = ir.load(out)
+    bank = model.nodes[model.output]
+    assert bank.categories is not None
+    # the root of the first tree splits "shop" on a set; the 3 members lie on one side
+    cat = np.flatnonzero(bank.categories.is_categorical)
+    assert bank.feature[cat].tolist() and set(bank.feature[cat].tolist()) == {0}
+    root = int(bank.roots[0])
+    assert bank.categories.is_categorical[root]
+    codes = set(bank.categories.codes(root).tolist())
+    assert {3, 17, 42} <= codes or not ({3, 17, 42} & codes)
+    line = capsys.readouterr().out.splitlines()[0]
+    assert float(line.rsplit(" ", 1)[1]) > 0.99   # the training score: a set split separates the classes
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["--trainer", "gbrt", "--categorical", "colour"], "--categorical: no column 'colour'"),
+    (["--trainer", "cstc", "--categorical", "shop"], "--categorical: cstc has no category-set splits"),
+])
+def test_train_categorical_errors_are_one_line(tmp_path, capsys, argv, words):
+    data = _category_csv(tmp_path)
+    assert main(["train", "--data", str(data), "-o", str(tmp_path / "m.json"), *argv]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and words in err[0], err
+    assert not (tmp_path / "m.json").exists()
