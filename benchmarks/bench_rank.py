@@ -15,6 +15,7 @@ LambdaMART Greedy Miser against LightGBM with the same trees (rounds, depth, lea
     python benchmarks/bench_rank.py --plot docs/img/ranking_tiny.png
     python benchmarks/bench_rank.py --only gbrt,greedy-miser,lightgbm
     python benchmarks/bench_rank.py --only gbrt,early-exit,cascade      # the exit rules and ranking cascades
+    python benchmarks/bench_rank.py --c-rank-overhead    # C rank_query against per-row C (issue 27: <= 1.3x)
     python benchmarks/bench_rank.py --train train.svm --valid valid.svm --test test.svm --costs costs.csv
 """
 from __future__ import annotations
@@ -307,6 +308,68 @@ def rank_overhead(n_docs=100, n_queries=20, n_trees=1000, depth=6, n_features=50
             f"(medians of {repeats}), ratio {b / a:.2f}")
 
 
+def c_rank_overhead(n_docs=100, n_queries=20, n_trees=1000, depth=6, n_features=50, every=10, repeats=9):
+    """The generated C's ``sfm_rank_query`` against its per-row batch entry point (``sfm_predict_flat``) on
+    the same queries when nobody is dropped (checkpoints every ``every`` trees, gap too large to drop, keep 5,
+    so every checkpoint still ranks the query): the query bookkeeping's cost, issue 27's target <= 1.3x.
+    Both called through ctypes once per query with buffers made beforehand; one thread; medians."""
+    import ctypes
+
+    from skinflint import ir
+    from skinflint.runtimes.c import CRuntime
+    rng = np.random.default_rng(0)
+    f, t, lft, rgt, v = [], [], [], [], []
+
+    def grow(d):
+        i = len(f)
+        f.append(-1), t.append(0.0), lft.append(-1), rgt.append(-1), v.append([float(rng.normal()) * 0.01])
+        if d < depth:
+            f[i], t[i] = int(rng.integers(n_features)), float(rng.normal())
+            lft[i] = grow(d + 1)
+            rgt[i] = grow(d + 1)
+        return i
+
+    roots = [grow(0) for _ in range(n_trees)]
+    bank = ir.trees_from_arrays(f, t, lft, rgt, v, roots=roots, tree_cost=np.ones(n_trees))
+    feats = ir.features_from_costs(rng.choice([1.0, 5.0, 20.0], n_features))
+    after = ir.every(every, n_trees)
+    plain = CRuntime(ir.model(feats, [bank], 0))
+    query_model = ir.model(feats, [bank, ir.query_exit(0, after, keep=5, gap=[1e30] * len(after))], 1)
+    query = CRuntime(query_model)
+    X = rng.normal(size=(n_docs * n_queries, n_features)).astype(np.float32)
+    sizes = [n_docs] * n_queries
+    ref = query.rank(X, sizes)
+    assert not ref.dropped.any()
+    p = (lambda a: a.ctypes.data_as(ctypes.c_void_p))  # noqa: E731
+    scores, cost = np.zeros(n_docs, np.float32), np.zeros(n_docs)
+    stage, trees, order = (np.zeros(n_docs, np.int32) for _ in range(3))
+    dropped, used = np.zeros(n_docs, np.uint8), np.zeros((n_docs, n_features), np.uint8)
+    proba, label = np.zeros(n_docs, np.float32), np.zeros(n_docs, np.int32)
+    nbytes = query._lib.sfm_rank_query_workspace_bytes(n_docs)
+    ws = ctypes.create_string_buffer(nbytes)
+    rows = [p(X[q * n_docs:]) for q in range(n_queries)]
+    out_rank = [p(a) for a in (scores, cost, stage, trees, dropped, order, used)]
+    out_flat = [p(a) for a in (scores, proba, label, cost, stage, used)]
+    tp, tq = [], []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        for x in rows:
+            plain._lib.sfm_predict_flat(x, n_docs, None, *out_flat)
+        tp.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        for x in rows:
+            if query._lib.sfm_rank_query(x, n_docs, None, *out_rank, ws, nbytes) != 0:
+                raise RuntimeError("sfm_rank_query failed")
+        tq.append(time.perf_counter() - t0)
+    flat = plain.predict(X)
+    assert np.array_equal(flat.scores, ref.scores) and np.array_equal(flat.cost, ref.cost)
+    a, b = float(np.median(tp)), float(np.median(tq))
+    return (f"C rank_query vs per-row C (predict_flat), {n_queries} queries x {n_docs} documents x {n_trees} "
+            f"depth-{depth} trees, checkpoints every {every} trees, nobody dropped: per-row "
+            f"{a / n_queries * 1e3:.3f} ms/query, rank_query {b / n_queries * 1e3:.3f} ms/query (medians of "
+            f"{repeats}), ratio {b / a:.3f} (target <= 1.3)")
+
+
 def headline(rows):
     ref = next(r for r in rows if r["method"] == "GBRT LambdaMART")
     ours = [r for r in rows if not r["family"].startswith("LightGBM")]
@@ -371,9 +434,15 @@ def main(argv=None):
     ap.add_argument("--plot")
     ap.add_argument("--rank-overhead", action="store_true",
                     help="only time the reference runtime's query scoring against its per-row scoring")
+    ap.add_argument("--c-rank-overhead", action="store_true",
+                    help="only time the generated C's sfm_rank_query against its per-row batch scoring")
     args = ap.parse_args(argv)
     if args.rank_overhead:
         print(rank_overhead())
+        return
+    if args.c_rank_overhead:
+        print(c_rank_overhead())
+        print(c_rank_overhead(every=1))
         return
     only = set(args.only.split(","))
     (tr, va, te), desc = load(args)

@@ -135,12 +135,13 @@ def test_tied_scores_go_by_position():
 
 
 def test_the_proximity_gap_is_a_float64_subtraction_of_float32_scores():
-    """kth - score >= gap decided in float64: leaves 1 and 1 - 2**-24 (float32 neighbours) differ by
-    exactly 2**-24, so a gap of 2**-24 drops the second document and the next float64 above it keeps it."""
-    lo = float(np.float32(1.0) - np.float32(2.0 ** -24))
-    bank = stumps([(lo, 1.0), (0.0, 0.0)])
-    X = np.array([[0.0], [1.0]], np.float32)   # scores lo, 1
-    for gap, drop in ((2.0 ** -24, True), (np.nextafter(2.0 ** -24, 1.0), False)):
+    """kth - score >= gap decided in float64: scores 1 and 2**-30 differ by 1 - 2**-30 in float64 (exactly)
+    but by 1 in float32, so a gap of 1 keeps the second document (a float32 subtraction would drop it),
+    1 - 2**-30 drops it and the next float64 above that keeps it."""
+    bank = stumps([(2.0 ** -30, 1.0), (0.0, 0.0)])
+    X = np.array([[0.0], [1.0]], np.float32)   # scores 2**-30, 1
+    diff = 1.0 - 2.0 ** -30
+    for gap, drop in ((1.0, False), (diff, True), (np.nextafter(diff, 2.0), False)):
         m = ir.model(ir.features_from_costs([1.0]), [bank, ir.query_exit(0, [1], keep=1, gap=gap)], 1)
         for api in ("dense", "lazy"):
             got = CRuntime(m, api=api).rank(X, [2])
@@ -194,16 +195,19 @@ def test_return_codes_of_bad_calls():
     n, F = 5, m.n_features
     X = grid_rows(n, F, 0)
     need = lib.sfm_rank_query_workspace_bytes(n)
-    assert need > 0 and lib.sfm_rank_query_lazy_workspace_bytes(n) > need
+    assert need > 0 and lib.sfm_rank_query_lazy_workspace_bytes(n) > 0
     for bad in (0, -1, 2 ** 24 + 1):
-        assert lib.sfm_rank_query_workspace_bytes(bad) == 0
+        assert lib.sfm_rank_query_workspace_bytes(bad) == 0 and lib.sfm_rank_query_lazy_workspace_bytes(bad) == 0
     ws = ctypes.create_string_buffer(need)
     scores = np.full(n, 7.0, np.float32)
     order = np.full(n, 7, np.int32)
-    p = (lambda a: a.ctypes.data_as(ctypes.c_void_p))
     nan_budget = np.r_[np.ones(n - 1), np.nan]
 
-    def call(x=p(X), k=n, budget=None, s=p(scores), o=p(order), w=ws, nbytes=need):
+    def p(a):
+        return a.ctypes.data_as(ctypes.c_void_p)
+    x0, s0, o0 = p(X), p(scores), p(order)
+
+    def call(x=x0, k=n, budget=None, s=s0, o=o0, w=ws, nbytes=need):
         return lib.sfm_rank_query(x, k, budget, s, None, None, None, None, o, None, w, nbytes)
     assert call(k=0) == EDOCS and call(k=-4) == EDOCS and call(k=2 ** 24 + 1) == EDOCS
     assert call(x=None) == ENULL and call(s=None) == ENULL and call(o=None) == ENULL and call(w=None) == ENULL
