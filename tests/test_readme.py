@@ -56,6 +56,17 @@ def test_tuning_snippet_searches_lambda_and_tabulates_curves(tmp_path, monkeypat
         "Greedy Miser (lambda=0)", "Greedy Miser (lambda=0.001)", "Early Exit (s=1)", "Early Exit (s=4)"]
 
 
+def test_import_snippet_prints_what_it_claims(tmp_path, monkeypatch):
+    """A LightGBM model with a categorical feature imports exactly: the set
+    LightGBM learned, its margins, and verify over every backend."""
+    code = BLOCKS[3]
+    lines = _run(code, tmp_path, monkeypatch)
+    claimed = re.findall(r"print\(.*\)\s+# (.*)", code)
+    assert len(lines) == len(claimed) == 3
+    for got, want in zip(lines, claimed, strict=True):
+        assert got.strip() == want.split(":")[0].strip()
+
+
 def test_the_readme_shows_one_demo_output_block_the_script_can_rewrite():
     from skinflint.demo import readme_output, with_output
     text = open(os.path.join(REPO, "README.md")).read()
