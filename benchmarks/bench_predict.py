@@ -7,9 +7,11 @@ tl2cgen-generated C for the same trees, in one run.
 
 ``--save`` / ``--against`` need no anchors: synthetic depth-6 trees (100
 and 1000, seeded) are compiled to the exact ONNX graph and to C; ``--save``
-writes those artifacts to DIR, and ``--against`` times DIR's artifacts and
-the current compilers' side by side in CPU time on one thread, rounds
-interleaved, best round kept (the shared machine's slow spells hit both
+writes those artifacts to DIR (and the latency schedule's graph,
+``batch_hint=1``), and ``--against`` times DIR's artifacts and the current
+compilers' side by side in CPU time on one thread (``--only onnx``: the
+graphs only; the latency graph on single rows), rounds interleaved, best
+round kept (the shared machine's slow spells hit both
 alike).
 
 The trees come from LightGBM (depth 6, 63 leaves); they are converted to
@@ -247,14 +249,18 @@ def save_artifacts(out_dir):
         d = os.path.join(out_dir, str(T))
         os.makedirs(d, exist_ok=True)
         onnx.save(compile_onnx(model), os.path.join(d, "exact.onnx"))
+        onnx.save(compile_onnx(model, batch_hint=1), os.path.join(d, "latency.onnx"))
         for name, text in render(model, "sfm").items():
             with open(os.path.join(d, name), "w") as fh:
                 fh.write(text)
     print(f"artifacts written to {out_dir}")
 
 
-def compare_artifacts(old_dir, n_rows, rounds=6):
-    """Old (saved) and new artifacts, rounds interleaved, best round each."""
+def compare_artifacts(old_dir, n_rows, rounds=6, only=None):
+    """Old (saved) and new artifacts, rounds interleaved, best round each:
+    the exact graph on the batch, the latency schedule (``batch_hint=1``,
+    when DIR has it) on single rows, and the C entry points (not with
+    ``only="onnx"``)."""
     import os
     import time
 
@@ -285,8 +291,13 @@ def compare_artifacts(old_dir, n_rows, rounds=6):
                     fh.write(text)
             protos = {"old": open(os.path.join(old_dir, str(T), "exact.onnx"), "rb").read(),
                       "new": compile_onnx(model).SerializeToString()}
+            latency = os.path.join(old_dir, str(T), "latency.onnx")
+            latency = {"old": open(latency, "rb").read(),
+                       "new": compile_onnx(model, batch_hint=1).SerializeToString()} if os.path.exists(latency) else {}
             exes = {}
             for tag, d in (("old", os.path.join(old_dir, str(T))), ("new", new_dir)):
+                if only == "onnx":
+                    break
                 with open(f"{work}/h.c", "w") as fh:
                     fh.write(SMALL_HARNESS)
                 exes[tag] = f"{work}/bench_{tag}{T}"
@@ -301,17 +312,29 @@ def compare_artifacts(old_dir, n_rows, rounds=6):
                     t = min(cpu_timed(lambda sess=sess, feed=feed: sess.run(None, feed)) for _ in range(3))
                     del sess
                     best[("onnx", tag)] = min(best.get(("onnx", tag), np.inf), t / n_rows * 1e9)
+                    if latency:     # single rows: 300 calls, microseconds per call
+                        sess = ort.InferenceSession(latency[tag], one_thread, providers=["CPUExecutionProvider"])
+                        ones = [{"X": X[i:i + 1], "budget": feed["budget"][:1]} for i in range(300)]
+                        sess.run(None, ones[0])
+                        t = cpu_timed(lambda sess=sess, ones=ones: [sess.run(None, f) for f in ones])
+                        del sess
+                        best[("latency", tag)] = min(best.get(("latency", tag), np.inf), t / 300 * 1e6)
+                    if only == "onnx":
+                        continue
                     out = subprocess.run([exes[tag], f"{work}/X.bin", str(n_rows), "3" if T == 100 else "1"],
                                          capture_output=True, text=True, check=True).stdout
                     for line in out.strip().splitlines():
                         k, v = line.split()
                         best[(k, tag)] = min(best.get((k, tag), np.inf), float(v))
-            print(f"{T} trees, {n_rows} rows, CPU ns per row, one thread (best of {rounds} interleaved rounds):")
-            for k in ("onnx", "dense", "lazy", "batch"):
-                label = {"onnx": "ONNX exact (batch)", "dense": "C dense", "lazy": "C on-demand",
-                         "batch": "C batch"}[k]
+            print(f"{T} trees, {n_rows} rows, CPU ns per row (single rows: us per call), one thread "
+                  f"(best of {rounds} interleaved rounds):")
+            for k in ("onnx", "latency", "dense", "lazy", "batch"):
+                if (k, "old") not in best:
+                    continue
+                label = {"onnx": "ONNX exact (batch)", "latency": "ONNX batch_hint=1 (1 row)", "dense": "C dense",
+                         "lazy": "C on-demand", "batch": "C batch"}[k]
                 o, n = best[(k, "old")], best[(k, "new")]
-                print(f"  {label:<20} old {o:9.1f}  new {n:9.1f}  new/old {n / o:5.3f}")
+                print(f"  {label:<26} old {o:9.1f}  new {n:9.1f}  new/old {n / o:5.3f}")
 
 
 def main():
@@ -327,7 +350,7 @@ def main():
     if args.save:
         return save_artifacts(args.save)
     if args.against:
-        return compare_artifacts(args.against, args.rows)
+        return compare_artifacts(args.against, args.rows, only=args.only)
     import lightgbm as lgb
 
     from skinflint.importers import from_lightgbm

@@ -9,32 +9,37 @@ import json
 import numpy as np
 from onnx import TensorProto, helper
 
-from .onnx_graph import Graph, canonical_nan, first_argmax, logistic, softmax
+from .onnx_graph import Graph, canonical_nan, canonical_nan_value, first_argmax, logistic, softmax
 
 F32, F64, I64, BOOL = TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.INT64, TensorProto.BOOL
 
 
-def finish(g: Graph, model, scores, extra):
+def finish(g: Graph, model, scores, extra, padded=True):
     """Canonical NaNs, the ONNX-ML prediction outputs, then scores and cost,
-    each without the last row (the padding row of compile_onnx).
-    ``extra`` is (cost, stage, features_used or None), or None (fast mode)."""
+    each without the last row (the padding row of compile_onnx; as they
+    are when not ``padded``).  ``extra`` is (cost, stage, features_used
+    or None), or None (fast mode)."""
     with g.scope("out", root=True):
-        return _outputs(g, model, scores, extra)
+        return _outputs(g, model, scores, extra, padded)
 
 
-def _outputs(g: Graph, model, scores, extra):
+def _outputs(g: Graph, model, scores, extra, padded=True):
     task = model.task
     K = task.n_outputs
     # a float64 output bank: float64 scores; labels read them as they are,
     # probabilities the float32 transform of them rounded to float32
     wide = model.output_is_float64
     SC = F64 if wide else F32
-    scores = canonical_nan(g, scores, wide)
+    nan = g.op("IsNaN", scores)
+    scores = g.where(nan, g.const(canonical_nan_value(wide)), scores)     # canonical_nan, keeping the mask
     s32 = g.cast(scores, F32) if wide else scores
     outs = []
 
     def out(src, name, elem, shape):
-        g.slice(src, 0, -1, 0, out=name)     # without the padding row (compile_onnx.padded_inputs)
+        if padded:
+            g.slice(src, 0, -1, 0, out=name)     # without the padding row (compile_onnx.padded_inputs)
+        else:
+            g.expose(src, name)
         outs.append(helper.make_tensor_value_info(name, elem, shape))
 
     if task.kind == "regression":
@@ -44,13 +49,19 @@ def _outputs(g: Graph, model, scores, extra):
         is_int = all(isinstance(c, (int, np.integer)) and not isinstance(c, bool) for c in classes)
         table = g.const(np.array(classes, np.int64 if is_int else str))
         if task.kind == "binary":
-            s0 = g.squeeze(g.gather(scores, [0], 1), [1])
+            # a binary task's scores are one column: [N, 1] is column 0
+            s0 = g.squeeze(scores if K == 1 else g.gather(scores, [0], 1), [1])
             idx = g.cast(g.op("Greater", s0, g.const((np.float64 if wide else np.float32)(0))), I64)
             proba = None
             if task.transform == "logistic":
                 with g.scope("proba"):
-                    p = canonical_nan(g, logistic(g, g.gather(s32, [0], 1)))
-                    proba = canonical_nan(g, g.concat([g.op("Sub", g.const(np.float32(1)), p), p], 1))
+                    # logistic gives 1 for a NaN score; the scores' NaN mask
+                    # writes the canonical NaN there, in both columns (a
+                    # probability is NaN exactly where its score is)
+                    p = logistic(g, s32 if K == 1 else g.gather(s32, [0], 1))
+                    both = g.concat([g.op("Sub", g.const(np.float32(1)), p), p], 1)
+                    proba = g.where(nan if K == 1 else g.gather(nan, [0], 1), g.const(canonical_nan_value()),
+                                    both)
         else:
             idx, best = first_argmax(g, scores, K)
             if task.transform == "softmax":
