@@ -105,11 +105,18 @@ def category_bins(col, max_bins=MAX_BINS):
     an int64 array indexed by bin.  Bin ``len(codes)`` is the "other" bin:
     rarer codes, non-codes (negative, non-integer, too large); NaN is
     MISSING_BIN.  Both go right at every split (``splitting``)."""
+    return category_counts(col, max_bins)[0]
+
+
+def category_counts(col, max_bins=MAX_BINS):
+    """(``category_bins``'s codes, the number of distinct codes, the rows
+    of the codes left to the other bin)."""
     x = col[~np.isnan(col)]
     x = x[is_code(x)].astype(np.int64)
     codes, counts = np.unique(x, return_counts=True)        # ascending codes
-    keep = np.argsort(-counts, kind="stable")[:max_bins - 1]  # most frequent first, stable on code
-    return codes[keep]
+    order = np.argsort(-counts, kind="stable")               # most frequent first, stable on code
+    keep = order[:max_bins - 1]
+    return codes[keep], codes.shape[0], int(counts[order[max_bins - 1:]].sum())
 
 
 def bin_categories(col, codes):

@@ -13,6 +13,7 @@ subset of the features (``allowed_features``).
 """
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -20,7 +21,7 @@ from numba import njit, prange
 
 from ... import ir
 from ..common import progress_bar
-from .binning import bin_categories, bin_data, category_bins, find_thresholds, pack_thresholds
+from .binning import bin_categories, bin_data, category_counts, find_thresholds, pack_thresholds
 from .grower import CategoryOptions, grow
 from .losses import Loss
 from .predictor import (
@@ -65,7 +66,12 @@ class BinnedData:
             src = X if threshold_rows is None else X[threshold_rows]
             data.cat_codes = [None] * X.shape[1]
             for f in np.flatnonzero(categorical):
-                codes = category_bins(src[:, f], max_bins)
+                codes, n_codes, pooled = category_counts(src[:, f], max_bins)
+                if pooled:
+                    warnings.warn(f"categorical feature {f} has {n_codes} categories: the {len(codes)} most "
+                                  f"frequent get a bin, the other {n_codes - len(codes)} ({pooled} of "
+                                  f"{src.shape[0]} rows) go right at every set split", UserWarning,
+                                  stacklevel=3)
                 data.cat_codes[f] = codes
                 data.binned[f] = bin_categories(np.ascontiguousarray(X[:, f]), codes)
                 data.n_bins[f] = len(codes) + 1

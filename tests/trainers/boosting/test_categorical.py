@@ -108,8 +108,11 @@ def test_ir_round_trip_and_reference_runtime_equal_the_trainer():
     X, y = hidden_set_data(8000, n_cat=300, seed=1)   # 300 categories: 46 of them in the "other" bin
     rng = np.random.default_rng(2)
     y = np.where(rng.random(len(y)) < 0.1, 1 - y, y)   # label noise: many trees, many set splits
-    m = GreedyMiserClassifier(n_estimators=20, max_depth=3, categorical_features=[0], verbose=0,
-                              min_data_per_group=20, random_state=0).fit(X, y)
+    est = GreedyMiserClassifier(n_estimators=20, max_depth=3, categorical_features=[0], verbose=0,
+                                min_data_per_group=20, random_state=0)
+    with pytest.warns(UserWarning, match="feature 0 has 300 categories: the 254 most frequent get a bin, "
+                                         "the other 46"):
+        m = est.fit(X, y)
     bank = m.model_.nodes[0]
     assert bank.categories.is_categorical.sum() >= 20
     text = ir.to_json(m.model_)
@@ -156,7 +159,8 @@ def test_rare_categories_in_the_other_bin_train_and_export_alike():
     c[rng.random(n) < 0.03] = -1.0
     X = np.c_[c, rng.normal(size=n)].astype(np.float32)
     y = ((np.nan_to_num(c, nan=7) % 3 == 0) ^ (X[:, 1] > 1)).astype(np.float64)
-    data = BinnedData.from_X(X, 8, categorical=np.array([True, False]))
+    with pytest.warns(UserWarning, match="the 7 most frequent get a bin"):
+        data = BinnedData.from_X(X, 8, categorical=np.array([True, False]))
     assert data.n_bins[0] == 8
     opts = CategoryOptions(np.array([True, False]), min_data_per_group=5, max_cat_to_onehot=1)
     res = boost(data, make_loss("logistic"), y, 10, max_depth=3, subsample=0.7,
