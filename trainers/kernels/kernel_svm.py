@@ -1,7 +1,15 @@
-"""The full kernel SVM (scikit-learn's ``SVC``, libsvm) exported exactly to
-one IR ``kernel`` node, and what the kernel trainers share: the standardised
-inputs the IR recomputes, the (C, gamma) grid on a validation split (thesis
-§4.5), and the kernel node with its per-feature shift and scale.
+"""The full kernel SVM exported exactly to one IR ``kernel`` node, and what
+the kernel trainers share: the standardised inputs the IR recomputes, the
+(C, gamma) grid on a validation split (thesis §4.5), and the kernel node with
+its per-feature shift and scale.
+
+The C-SVC dual is solved by skinflint's own SMO (``smo.py``: libsvm's
+algorithm, working-set selection, tolerance and bias) over the float64
+kernel matrix of ``kernel_math``, every reduction in a fixed order, so the
+model's bytes are the same on every CPU, instruction set and thread count;
+it is scikit-learn's ``SVC`` model to the solver's tolerance (libsvm's own
+compiled arithmetic differs between x86-64 and aarch64).  A fitted ``SVC``
+can still be imported as it is (``from_svc``).
 
 Binary models are one node with one output: ``decision = b + sum_s
 alpha_s k(sv_s, x')`` with scikit-learn's signs (``dual_coef_``,
@@ -19,16 +27,11 @@ from sklearn.frozen import FrozenEstimator
 from ... import ir
 from ..base import CostSensitiveClassifier
 from ..common import class_weight_per_class, holdout_rows, no_predict_proba, progress_bar
+from .kernel_math import kernel_matrix
+from .smo import fit_binary
 
 DEFAULT_C = 1.0
-
-
-def _require_sklearn():
-    try:
-        from sklearn.svm import SVC
-    except ImportError as e:  # pragma: no cover - sklearn is a core dependency of the base
-        raise ImportError("the kernel SVM trainers need scikit-learn: pip install 'skinflint[sklearn]'") from e
-    return SVC
+TOL = 1e-3      # the SMO stopping tolerance on m(a) - M(a): libsvm's eps, scikit-learn SVC's default tol
 
 
 def standardizer(X, standardize):
@@ -120,14 +123,14 @@ class KernelEstimator(CostSensitiveClassifier):
 
 
 class KernelSVMClassifier(KernelEstimator):
-    """The full kernel SVM (libsvm via scikit-learn's ``SVC``, thesis §4.5's
-    "full SVM") as one IR ``kernel`` node.
+    """The full kernel SVM (thesis §4.5's "full SVM": the C-SVC of libsvm /
+    scikit-learn's ``SVC``, solved by skinflint's SMO) as one IR ``kernel`` node.
 
     Parameters
     ----------
     kernel : {"rbf", "linear", "poly"}, default "rbf"
     C : float or sequence of float, default 1.0
-        SVC's C.  A sequence (and/or a sequence ``gamma``) is a grid: each
+        The C-SVC's C.  A sequence (and/or a sequence ``gamma``) is a grid: each
         pair is scored by the accuracy of its IR model on ``eval_set`` or a
         seeded ``validation_fraction`` hold-out, then the best is refitted
         on all rows (thesis §4.5 selects C and sigma on a 20 % split).
@@ -138,7 +141,7 @@ class KernelSVMClassifier(KernelEstimator):
     standardize : bool, default True
         Train on ``(x - mean) / std``; the node carries the float32 shift and
         scale, so the model reads raw features.
-    class_weight : None, "balanced" or dict, passed to SVC.
+    class_weight : None, "balanced" or dict: per-class factors of C (libsvm's).
     validation_fraction : float, default 0.2
     sv_cost : float, default 1.0
         Cost of one kernel evaluation (one support vector), in the units of
@@ -151,7 +154,7 @@ class KernelSVMClassifier(KernelEstimator):
     random_state : int or None
         Seeds the validation split.
     verbose : int, default 1
-        A progress bar over the grid's SVC fits.
+        A progress bar over the grid's fits.
 
     Attributes
     ----------
@@ -160,6 +163,7 @@ class KernelSVMClassifier(KernelEstimator):
     intercept_ : float64 [K']
     gamma_, C_ : the fitted values
     n_support_ : int, S
+    n_iter_ : int array [K'], SMO iterations per output
     features_, shift_, scale_ : the node's feature list and transform
     """
 
@@ -218,13 +222,18 @@ class KernelSVMClassifier(KernelEstimator):
                 fit_rows, val = holdout_rows(X.shape[0], self.validation_fraction, self.random_state)
                 Xv, yv = X[val], idx[val]
             from ...runtimes.reference import predict
-            scores = []
+            scores = [0.0] * len(grid)
             with progress_bar(self.verbose, len(grid), "kernel SVM grid", "fit") as bar:
-                for c, g in grid:
-                    self.C_ = c
-                    self._fit_svc(Xs[fit_rows], idx[fit_rows], fit_rows, c, g)
-                    scores.append(float(np.mean(predict(self.to_ir(), Xv).output == self.classes_[yv])))
-                    bar.update()
+                for g in dict.fromkeys(g for _, g in grid):      # one kernel matrix per gamma
+                    K = self._gram(Xs[fit_rows], g)
+                    for p, (c, gp) in enumerate(grid):
+                        if gp != g:
+                            continue
+                        self.C_ = c
+                        self._fit_svc(Xs[fit_rows], idx[fit_rows], fit_rows, c, g, K)
+                        scores[p] = float(np.mean(predict(self.to_ir(), Xv).output == self.classes_[yv]))
+                        bar.update()
+                    del K
             self.validation_scores_ = scores
             self.C_, self.gamma_ = grid[int(np.argmax(scores))]
         else:
@@ -232,26 +241,35 @@ class KernelSVMClassifier(KernelEstimator):
         self._fit_svc(Xs, idx, np.arange(X.shape[0]), self.C_, self.gamma_)
         return self._set_model(self.to_ir())
 
-    def _fit_svc(self, Xs, idx, rows, C, gamma):
-        """One SVC per output (binary: one; multiclass: one-vs-rest), the
-        union of their support vectors sharing one coefficient matrix."""
-        SVC = _require_sklearn()
-        K = len(self.classes_)
-        cols = [None] if K == 2 else list(range(K))
+    def _gram(self, Xs, gamma):
+        """The float64 kernel matrix of the fit rows (``kernel_math``: fixed
+        summation order, the C library's exp)."""
+        return kernel_matrix(Xs, Xs, self.kernel, gamma, float(self.coef0), int(self.degree))
+
+    def _fit_svc(self, Xs, idx, rows, C, gamma, K=None):
+        """One C-SVC per output (binary: one; multiclass: one-vs-rest) by
+        skinflint's SMO (``smo.py``, libsvm's algorithm and tolerance), the
+        union of their support vectors sharing one coefficient matrix; the
+        outputs share one kernel matrix."""
+        K = self._gram(Xs, gamma) if K is None else K
+        n_classes = len(self.classes_)
+        cols = [None] if n_classes == 2 else list(range(n_classes))
         sv_rows, coefs, bias = [], [], []
-        weights = (None if self.class_weight is None       # libsvm's per-class C factors, one per row
-                   else class_weight_per_class(self.class_weight, self.classes_, idx)[idx])
+        bound = np.full(idx.size, float(C))
+        if self.class_weight is not None:     # libsvm's per-class C factors, one per row
+            bound = bound * class_weight_per_class(self.class_weight, self.classes_, idx)[idx]
+        n_iter = []
         for k in cols:
             yk = idx if k is None else (idx == k).astype(np.int64)
             if np.unique(yk).size < 2:
                 raise ValueError("y: a one-vs-rest column has one class only in the fit rows; "
                                  "use more rows per class")
-            svc = SVC(kernel=self.kernel, C=C, gamma=gamma, degree=self.degree,
-                      coef0=self.coef0).fit(Xs, yk, sample_weight=weights)
-            sv_rows.append(svc.support_)
-            coefs.append(svc.dual_coef_[0])
-            bias.append(float(svc.intercept_[0]))
-            self.svc_ = svc
+            sv, coef, b, it = fit_binary(K, np.where(yk == 1, 1.0, -1.0), bound, TOL)
+            sv_rows.append(sv)
+            coefs.append(coef)
+            bias.append(b)
+            n_iter.append(it)
+        self.n_iter_ = np.asarray(n_iter)
         union = np.unique(np.concatenate(sv_rows))
         alpha = np.zeros((union.size, len(cols)))
         for j, (r, c) in enumerate(zip(sv_rows, coefs)):

@@ -38,14 +38,20 @@ def test_exported_svc_agrees_with_svc_decision(circle, kernel, params):
 
 
 def test_from_svc_is_the_same_model(circle):
-    train, _ = circle
+    train, test = circle
     svc = SVC(C=0.1, gamma=0.5).fit(train.X, train.y)
     imported = KernelSVMClassifier.from_svc(svc)
+    node = imported.model_.nodes[0]
+    np.testing.assert_array_equal(node.support_vectors, svc.support_vectors_.astype(np.float32))
+    np.testing.assert_array_equal(node.alpha[:, 0], svc.dual_coef_[0].astype(np.float32))
+    np.testing.assert_array_equal(node.bias, svc.intercept_.astype(np.float32))
+    assert node.gamma == np.float32(0.5)
+    # skinflint's own SMO on the same data: the same vectors in libsvm's order,
+    # the same model up to the solvers' tolerance (tests/trainers/kernels/test_smo.py)
     fitted = KernelSVMClassifier(C=0.1, gamma=0.5, standardize=False).fit(train.X, train.y)
-    a, b = imported.model_.nodes[0], fitted.model_.nodes[0]
-    for f in ("support_vectors", "alpha", "bias", "features", "sv_cost"):
-        np.testing.assert_array_equal(getattr(a, f), getattr(b, f))
-    assert a.gamma == b.gamma
+    np.testing.assert_array_equal(fitted.support_, svc.support_)
+    # 1e-2 = 10x libsvm's stopping tolerance on the gradient (1e-3); measured 2e-3
+    np.testing.assert_allclose(fitted.decision_function(test.X), imported.decision_function(test.X), atol=1e-2)
 
 
 def test_from_svc_refuses_what_it_cannot_import(circle):
@@ -161,7 +167,8 @@ def test_standardised_model_reads_raw_features_exactly():
     full = KernelSVMClassifier(C=10.0, feature_costs=tr.costs).fit(tr.X, tr.y)
     node = full.model_.nodes[0]
     assert node.shift is not None and node.scale is not None
-    d64 = full.svc_.decision_function(transform(te.X, full.features_, full.shift_, full.scale_))
+    Xt = transform(te.X, full.features_, full.shift_, full.scale_)
+    d64 = kernel_matrix(Xt, full.support_vectors_, "rbf", full.gamma_) @ full.dual_coef_[:, 0] + full.intercept_[0]
     assert np.mean(np.sign(full.decision_function(te.X)) == np.sign(d64)) >= 0.995
     assert full.score(te.X, te.y) > 0.95
     cvm = CVMClassifier(n_support_vectors=0.1, svm=full, feature_costs=tr.costs).fit(tr.X, tr.y)
