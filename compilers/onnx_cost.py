@@ -567,11 +567,15 @@ class Costs(Part):
         with g.scope("pairwise"):
             # [N, u, v]: unit v comes no later than unit u
             before = g.op("LessOrEqual", g.unsqueeze(slots, [1]), g.unsqueeze(slots, [2]))
-            run = g.op("MatMul", g.cast(before, F64), g.const(costs[:, None]))            # [N, U, 1]
-            run = g.squeeze(run, [2])
+            run = g.op("MatMul", g.cast(before, F64), g.const(costs))                        # [N, U]
             over = g.op("Greater", run, g.unsqueeze(budget, [1]))
-            h = g.op("ReduceMin", g.where(over, slots, g.const(self.never)), g.const([1], np.int64), keepdims=0)
-            paid = g.op("And", g.op("Not", over), g.op("Less", slots, g.const(self.never)))
+            h = g.op("ReduceMin", g.where(over, slots, g.const(self.never)), g.const([1], np.int64), keepdims=1)
+            # paid: touched and not over, which is a slot before h (running
+            # costs grow with the slot, as costs are >= 0: a unit at or
+            # after h runs at least h's, over the budget; 'never' is no
+            # slot before h)
+            paid = g.op("Less", slots, h)
+            h = g.squeeze(h, [1])
             cost = g.op("ReduceMax", g.where(paid, run, g.const(np.float64(0))), g.const([1], np.int64),
                         keepdims=0)
         return h, cost
