@@ -67,11 +67,12 @@ def categorical_query_model(seed):
                                          task=base.task), fraction=0.6)
 
 
-def stumps(leaves, tree_cost=None):
-    """A bank of T stumps on feature 0 at 0.5, tree t's leaves ``leaves[t]`` (left, right)."""
+def stumps(leaves, tree_cost=None, features=None):
+    """A bank of T stumps at 0.5 (on feature ``features[t]``, default 0), tree t's leaves ``leaves[t]``
+    (left, right)."""
     f, thr, lft, rgt, v = [], [], [], [], []
     for i, (a, b) in enumerate(leaves):
-        f += [0, -1, -1]
+        f += [0 if features is None else features[i], -1, -1]
         thr += [0.5, 0.0, 0.0]
         lft += [3 * i + 1, -1, -1]
         rgt += [3 * i + 2, -1, -1]
@@ -147,6 +148,24 @@ def test_the_proximity_gap_is_a_float64_subtraction_of_float32_scores():
             got = CRuntime(m, api=api).rank(X, [2])
             assert got.dropped.tolist() == [drop, False], (gap, api)
             assert_same(rank(m, X, [2]), got, api)
+
+
+@pytest.mark.parametrize("rule", ["proximity", "cutoff"])
+def test_infinite_scores_rank_as_the_reference(rule):
+    """Leaves near the float32 limit make sums of +-inf (finite leaves never make a NaN score): infinite
+    scores tie by position, and kth - score is infinite, or NaN for inf - inf (never >= gap)."""
+    big = 3e38
+    bank = stumps([(big, -big), (big, -big), (-big, big), (1.0, 0.0)], features=[0, 1, 2, 0])
+    gap = None if rule == "cutoff" else [0.0, 1.0, 1e30]
+    m = ir.model(ir.features_from_costs([1.0, 2.0, 4.0]),
+                 [bank, ir.query_exit(0, [1, 2, 3], rule=rule, keep=[6, 3, 2], gap=gap)], 1)
+    codes = np.array([[(c >> i) & 1 for i in range(3)] for c in range(8)], np.float32)
+    X = np.concatenate([codes, codes[::-1], codes[[3, 3, 5, 5, 0, 0]]])
+    group = [8, 8, 6]
+    ref = rank(m, X, group)
+    assert (ref.scores == np.inf).any() and (ref.scores == -np.inf).any()
+    for api in ("dense", "lazy"):
+        assert_same(ref, CRuntime(m, api=api).rank(X, group), api)
 
 
 @pytest.mark.parametrize("seed", [0, 5, 9])
