@@ -47,7 +47,6 @@ def _outputs(g: Graph, model, scores, extra, padded=True):
     else:
         classes = list(task.classes)
         is_int = all(isinstance(c, (int, np.integer)) and not isinstance(c, bool) for c in classes)
-        table = g.const(np.array(classes, np.int64 if is_int else str))
         if task.kind == "binary":
             # a binary task's scores are one column: [N, 1] is column 0
             s0 = g.squeeze(scores if K == 1 else g.gather(scores, [0], 1), [1])
@@ -71,7 +70,10 @@ def _outputs(g: Graph, model, scores, extra, padded=True):
                     proba = canonical_nan(g, softmax(g, s32, best))
             else:
                 proba = None
-        out(g.op("Gather", table, idx), "label", I64 if is_int else TensorProto.STRING, ["N"])
+        # classes 0, 1, ..., K - 1 are their own indices: no lookup
+        label = idx if is_int and [int(c) for c in classes] == list(range(len(classes))) else \
+            g.op("Gather", g.const(np.array(classes, np.int64 if is_int else str)), idx)
+        out(label, "label", I64 if is_int else TensorProto.STRING, ["N"])
         if proba is not None:
             out(proba, "probabilities", F32, ["N", task.n_proba])
     out(scores, "scores", SC, ["N", K])

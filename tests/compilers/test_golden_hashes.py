@@ -58,7 +58,8 @@ GOLDEN = os.path.join(os.path.dirname(__file__), "golden")
 # ops for 45 (expf(-s) without the Neg, its range test folded into two clamps whose n the scale
 # table maps to +inf and +0, one scaling by n, NaN rows written from the scores' own IsNaN); the
 # same bits on 27 million float32 scores (every edge of expf's range and 1 ulp either side) against
-# runtimes/_expf.logistic, the parity tests pass and the onnxruntime matrix is exact.
+# runtimes/_expf.logistic; and (these and multiclass) classes 0 .. K-1 are their own labels (no
+# Gather).  The parity tests pass and the onnxruntime matrix is exact.
 with open(os.path.join(GOLDEN, "pins", "c.json")) as fh:
     C_PINS = json.load(fh)
 with open(os.path.join(GOLDEN, "pins", "onnx.json")) as fh:
