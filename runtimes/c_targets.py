@@ -205,7 +205,8 @@ def run_fuzzer(model, seconds=20, work_dir=None) -> tuple[bool, str]:
                 fh.write(sources[name])
         F = model.n_features
         with open(os.path.join(work_dir, "fuzz_main.c"), "w") as fh:
-            fh.write(_env.get_template("fuzz_main.c.j2").render(prefix="sfm", F=F, F_arr=max(F, 1)))
+            fh.write(_env.get_template("fuzz_main.c.j2").render(prefix="sfm", F=F, F_arr=max(F, 1),
+                                                                   query=model.scores_queries))
         exe = os.path.join(work_dir, "fuzz")
         cmd = ["clang", *C_FLAGS, "-O1", "-g", "-fsanitize=fuzzer,address,undefined,float-cast-overflow",
                "-fno-sanitize-recover=all", "-o", exe, os.path.join(work_dir, "fuzz_main.c"),
