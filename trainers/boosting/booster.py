@@ -209,6 +209,10 @@ def boost(data: BinnedData, loss: Loss, target, n_rounds, *, weight=None, costs=
     if split_criterion not in SPLIT_CRITERIA:
         raise ValueError(f"split_criterion must be one of {SPLIT_CRITERIA}, got {split_criterion!r}")
     least_squares = split_criterion == "least_squares"
+    want = np.zeros(data.binned.shape[0], bool) if categories is None else np.asarray(categories.is_cat, bool)
+    if not np.array_equal(want, data.is_cat):
+        raise ValueError("boost: the data's categorical features (BinnedData.from_X(categorical=...)) and "
+                         "categories.is_cat differ")
     N = data.n_rows
     F = data.binned.shape[0]
     K = loss.n_outputs

@@ -250,3 +250,10 @@ def test_a_frame_with_early_stopping_fits_without_warnings():
         m = GreedyMiserClassifier(n_estimators=5, max_depth=2, categorical_features="from_dtype", verbose=0,
                                   min_data_per_group=10, early_stopping=True, random_state=0).fit(frame, y)
     assert len(m.validation_loss_) == 5
+
+
+def test_boost_refuses_categories_the_data_was_not_binned_for():
+    X, y = hidden_set_data(500)
+    data = BinnedData.from_X(X)
+    with pytest.raises(ValueError, match="categorical features .* and categories.is_cat differ"):
+        boost(data, make_loss("logistic"), y.astype(float), 1, categories=CategoryOptions(np.array([True, False])))
