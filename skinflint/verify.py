@@ -165,6 +165,7 @@ def adversarial_rows(model, X=None, *, seed=0, max_rows=4000) -> np.ndarray:
     F = model.n_features
     base = as_features(X, F) if X is not None else rng.normal(size=(64, F)).astype(np.float32)
     feats, values = [np.zeros(0, np.int64)], [np.zeros(0, np.float32)]    # (feature, boundary) pairs
+    cat_feats, cat_values = [np.zeros(0, np.int64)], [np.zeros(0, np.float32)]
     for n in model.nodes:
         if isinstance(n, TreesNode):
             inner = n.feature >= 0
@@ -172,8 +173,8 @@ def adversarial_rows(model, X=None, *, seed=0, max_rows=4000) -> np.ndarray:
             values.append(n.threshold[inner].astype(np.float32))
             if n.categories is not None:
                 f, v = _category_values(n)
-                feats.append(f)
-                values.append(v)
+                cat_feats.append(f)
+                cat_values.append(v)
         elif isinstance(n, KernelNode):
             feats.append(np.repeat(n.features.astype(np.int64)[None, :], len(n.support_vectors), 0).ravel())
             values.append(np.asarray(n.support_vectors, np.float32).ravel())
@@ -191,9 +192,30 @@ def adversarial_rows(model, X=None, *, seed=0, max_rows=4000) -> np.ndarray:
     rows.append(np.full((1, F), np.inf, np.float32))
     rows.append(np.full((1, F), -np.inf, np.float32))
     out = np.concatenate(rows + [base]) if rows else base
-    if len(out) > max_rows:
-        out = out[rng.choice(len(out), max_rows, replace=False)]
-    return np.ascontiguousarray(out, np.float32)
+    # category values side by side, every categorical feature in the same rows, and kept whole
+    # by the cut below (up to max_rows): each set's codes are all reached
+    cat_feat = np.concatenate(cat_feats)
+    cats = _category_rows(cat_feat, np.concatenate(cat_values), base, rng)[:max_rows] if cat_feat.size \
+        else np.zeros((0, F), np.float32)
+    room = max_rows - len(cats)
+    if len(out) > room:
+        out = out[rng.choice(len(out), room, replace=False)]
+    return np.ascontiguousarray(np.concatenate([cats, out]), np.float32)
+
+
+def _category_rows(feat, value, base, rng) -> np.ndarray:
+    """Rows carrying every category value (and one float either side of it)
+    of each categorical feature, all such features side by side (a shorter
+    list repeats), other features from ``base``."""
+    lists = {}
+    for j in np.unique(feat):
+        v = np.unique(value[feat == j])
+        lists[int(j)] = np.concatenate([v, np.nextafter(v, np.float32(-np.inf)), np.nextafter(v, np.float32(np.inf))])
+    n = max((len(v) for v in lists.values()), default=0)
+    rows = base[rng.integers(len(base), size=n)].copy()
+    for j, v in lists.items():
+        rows[:, j] = np.resize(v, n)
+    return rows
 
 
 # values that are no category code under some rule (docs/ir.md): negatives

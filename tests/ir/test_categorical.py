@@ -197,3 +197,18 @@ def test_query_runtime_routes_category_sets_as_the_row_runtime():
 def test_inspect_names_the_category_splits():
     text = ir.inspect(stump("truncate", True, False))
     assert "1 category-set splits (truncate rule) on {f0}, sets of up to 64 codes" in text
+
+
+def test_verify_rows_reach_every_code_of_every_set():
+    """Three categorical features with 1024-code sets: the adversarial rows,
+    cut to 4000, still carry each feature's every code (they sit side by side
+    and are kept whole), the first code past each set, and non-codes."""
+    from skinflint.verify import adversarial_rows
+    trees = [dict(feature=[j, -1, -1], threshold=[0, 0, 0], left=[1, -1, -1], right=[2, -1, -1], value=[0, 1, 2],
+                  category_sets=[ir.category_set(np.arange(0, 1024, 3)), None, None]) for j in range(3)]
+    m = ir.model(ir.features_from_costs([1.0] * 3), [ir.concat_trees(trees)], 0, task=ir.regression_task())
+    R = adversarial_rows(m, max_rows=4000)
+    assert len(R) == 4000
+    for j in range(3):
+        assert np.isin(np.arange(1025, dtype=np.float32), R[:, j]).all()
+        assert np.isin(np.array([-0.5, -1.0, 2.0 ** 31], np.float32), R[:, j]).all()
