@@ -29,7 +29,7 @@ import tempfile
 import numpy as np
 
 from ..compilers.c import C_FLAGS, MAX_CATEGORY_WORDS, render
-from .c_targets import TARGETS, prediction, run_on_target
+from .c_targets import TARGETS, prediction, run_on_target, run_rank_on_target
 from .prediction import Prediction, Ranking, as_budget, as_features, as_group_sizes, finish
 
 PREFIX = "sfm"
@@ -150,8 +150,11 @@ class CRuntime:
         if not m.scores_queries:
             raise ValueError("rank: this model has no query-level exit; its rows are scored independently: "
                              "use predict(X)")
-        if self.target is not None or self.api == "rows":
-            raise NotImplementedError(f"rank runs on the host with api 'dense' or 'lazy', not {self.name}")
+        if self.api == "rows":
+            raise NotImplementedError("rank: api 'rows' is the per-row batch walk; rank with 'dense' or 'lazy'")
+        if self.target is not None:   # a program with the queries embedded (a sanitizer build, qemu)
+            dense, lazy, _ = run_rank_on_target(m, X, group, budget, self.target)
+            return lazy if self.api == "lazy" else dense
         X = as_features(X, m.n_features, m.feature_names)
         N, F = X.shape[0], m.n_features
         offsets = as_group_sizes(group, N)

@@ -230,6 +230,9 @@ def run_rank_on_target(model, X, group, budgets=None, target="host-asan-ubsan", 
     sanitizer build catches any write past them."""
     from .prediction import Ranking, as_group_sizes, finish
     t = TARGETS[target]
+    if t.bare_metal:
+        raise NotImplementedError(f"rank on {target}: the ranking program runs on hosted targets (it allocates "
+                                  f"each query's buffers), not bare metal")
     ok, why = target_available(target)
     if not ok:
         raise RuntimeError(why)

@@ -308,3 +308,14 @@ def test_libfuzzer_finds_nothing_in_rank_query():
             pytest.skip("clang's fuzzer runtime is missing (apt package libclang-rt-dev)")
         raise
     assert clean, log
+
+
+@pytest.mark.parametrize("target", ["aarch64", "host-clang-O2"])
+def test_rank_on_other_targets(target):
+    """The ranking program under qemu (aarch64) and built by clang: CRuntime(target=...).rank."""
+    ok, why = target_available(target)
+    if not ok:
+        pytest.skip(why)
+    m = categorical_query_model(9)
+    rts = [CRuntime(m, target=target), CRuntime(m, api="lazy", target=target)]
+    assert_clean(verify_ranking(m, integer_rows(150, m.n_features, 2), runtimes=rts, max_rows=200))
