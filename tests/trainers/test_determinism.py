@@ -4,9 +4,11 @@ and thread counts (issue 35).
 Every trainer of the registry is fitted in fresh processes under several
 settings (one BLAS/numba/OpenMP thread; all threads; OpenBLAS forced onto
 another CPU kernel), and each trainer must give one model hash.  The
-reductions a model depends on run in ``trainers/linalg.py`` and
-``trainers/lbfgs.py`` in a stated order; the first tests check that order
-and the solvers' accuracy directly.
+reductions a model depends on run in ``trainers/linalg.py``,
+``trainers/lbfgs.py`` and ``trainers/kernels/smo.py`` (the kernel SVM's dual,
+formerly libsvm's, whose compiled arithmetic differs between x86-64 and
+aarch64) in a stated order; the first tests check that order and the
+solvers' accuracy directly (the SMO's in tests/trainers/kernels/test_smo.py).
 """
 from __future__ import annotations
 
