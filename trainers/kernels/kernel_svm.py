@@ -31,6 +31,8 @@ from .kernel_math import kernel_matrix
 from .smo import fit_binary
 
 DEFAULT_C = 1.0
+# the SMO keeps the fit rows' float64 kernel matrix in memory: 8 GiB is about 32 000 rows
+MAX_KERNEL_BYTES = 8 * 2**30
 TOL = 1e-3      # the SMO stopping tolerance on m(a) - M(a): libsvm's eps, scikit-learn SVC's default tol
 
 
@@ -244,6 +246,10 @@ class KernelSVMClassifier(KernelEstimator):
     def _gram(self, Xs, gamma):
         """The float64 kernel matrix of the fit rows (``kernel_math``: fixed
         summation order, the C library's exp)."""
+        n = Xs.shape[0]
+        if 8 * n * n > MAX_KERNEL_BYTES:
+            raise ValueError(f"X: {n} rows need a {8 * n * n / 2**30:.1f} GiB kernel matrix (the SMO keeps it in "
+                             f"memory; at most {MAX_KERNEL_BYTES / 2**30:.0f} GiB): subsample the rows")
         return kernel_matrix(Xs, Xs, self.kernel, gamma, float(self.coef0), int(self.degree))
 
     def _fit_svc(self, Xs, idx, rows, C, gamma, K=None):

@@ -91,3 +91,11 @@ def test_per_row_bounds_are_libsvms_sample_weights():
 def test_bad_bounds_are_refused():
     with pytest.raises(ValueError, match="must be > 0"):
         fit_binary(np.eye(2), np.array([1.0, -1.0]), np.array([1.0, 0.0]))
+
+
+def test_a_kernel_matrix_too_large_for_memory_is_refused(monkeypatch):
+    from skinflint.trainers.kernels import kernel_svm
+    circle = make_noisy_circle()
+    monkeypatch.setattr(kernel_svm, "MAX_KERNEL_BYTES", 8 * 100 * 100)      # 100 rows
+    with pytest.raises(ValueError, match="kernel matrix"):
+        kernel_svm.KernelSVMClassifier(C=1.0, verbose=0).fit(circle.X, circle.y)
