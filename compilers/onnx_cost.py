@@ -567,7 +567,8 @@ class Costs(Part):
         with g.scope("pairwise"):
             # [N, u, v]: unit v comes no later than unit u
             before = g.op("LessOrEqual", g.unsqueeze(slots, [1]), g.unsqueeze(slots, [2]))
-            run = g.op("MatMul", g.cast(before, F64), g.const(costs))                        # [N, U]
+            # costs as [U, 1]: a 1-D right operand fails on zero rows in onnxruntime < 1.32
+            run = g.squeeze(g.op("MatMul", g.cast(before, F64), g.const(costs[:, None])), [2])     # [N, U]
             over = g.op("Greater", run, g.unsqueeze(budget, [1]))
             h = g.op("ReduceMin", g.where(over, slots, g.const(self.never)), g.const([1], np.int64), keepdims=1)
             # paid: touched and not over, which is a slot before h (running
