@@ -136,23 +136,11 @@ def segment_any(seg, node_k, kept):
 
 
 @njit(cache=True)
-def _project(a, b, node_k, kept, share, eta, buf):
-    """One (unit, row) segment [a, b) of ``dual_step``: s += eta * w^t, then
-    the projection onto {s >= 0, sum_t s^t <= 1} (Michelot's algorithm).
-    Returns (paid by some kept tree, the threshold theta, or -1.0 when the
-    sum is at most 1 and nothing is subtracted); ``share[a:b]`` holds the
-    step, not yet the projection, which the caller applies as
-    max(s - theta, 0) (its last pass, fused with what it adds up).
-
-    The loops are branch-free (adding 0.0 where a branch would skip, exact
-    for these non-negative shares; writing every entry to ``buf`` and
-    advancing only past those above): the tests are unpredictable, and a
-    select costs less than a mispredicted branch.  Michelot's passes run over the
-    entries above the last threshold only (kept in ``buf``, in order), not
-    the whole segment: an entry at or below a threshold stays out while the
-    threshold does not fall, which holds in exact arithmetic; should a
-    rounding make it fall, that pass reads the whole segment again, so the
-    sums and thresholds are those of full passes, bit for bit."""
+def _step(a, b, node_k, kept, share, eta):
+    """s += eta * w^t over the segment [a, b): (the new sum, whether some
+    kept tree pays it).  Branch-free (adding 0.0 where a branch would skip,
+    exact for these non-negative shares): the tests are unpredictable, and
+    a select costs less than a mispredicted branch."""
     total = 0.0
     paid = False
     for p in range(a, b):
@@ -161,15 +149,30 @@ def _project(a, b, node_k, kept, share, eta, buf):
         sp = share[p] + (eta if k else 0.0)
         share[p] = sp
         total += sp
-    if total <= 1.0:
-        return paid, -1.0
+    return total, paid
+
+
+@njit(cache=True)
+def _michelot(a, b, share, total, buf):
+    """The threshold theta of the projection of the segment [a, b) (summing
+    to ``total`` > 1) onto {s >= 0, sum_t s^t <= 1} (Michelot's algorithm);
+    the projection is max(s - theta, 0), which the caller applies (its last
+    pass, fused with what it adds up).
+
+    Michelot's passes after the first run over the entries above the last
+    threshold only (kept in ``buf``, in order), not the whole segment: an
+    entry at or below a threshold stays out while the threshold does not
+    fall, which holds in exact arithmetic; should a rounding make it fall,
+    that pass reads the whole segment again, so the sums and thresholds are
+    those of full passes, bit for bit.  Branch-free compaction: every entry
+    is written to ``buf``, the end advances past those above only."""
     n = b - a
     theta = (total - 1.0) / n
     cnt, s = 0, 0.0                                # the first pass: the whole segment
     for p in range(a, b):
         sp = share[p]
         above = sp > theta
-        buf[cnt] = sp                              # kept only if above (branch-free compaction)
+        buf[cnt] = sp
         cnt += above
         s += sp if above else 0.0
     floor = theta                                  # every entry out of buf is <= floor
@@ -198,7 +201,7 @@ def _project(a, b, node_k, kept, share, eta, buf):
                 s += sp if above else 0.0
         floor = max(floor, theta)
         theta = (s - 1.0) / cnt
-    return paid, theta
+    return theta
 
 
 @njit(cache=True, parallel=True)
@@ -216,9 +219,9 @@ def dual_step(seg, node_k, kept, share, eta):
     for c in prange((n + chunk - 1) // chunk):
         buf = np.empty(longest, np.float64)
         for j in range(c * chunk, min(n, (c + 1) * chunk)):
-            paid, theta = _project(seg[j], seg[j + 1], node_k, kept, share, eta, buf)
-            used[j] = paid
-            if theta >= 0.0:
+            total, used[j] = _step(seg[j], seg[j + 1], node_k, kept, share, eta)
+            if total > 1.0:
+                theta = _michelot(seg[j], seg[j + 1], share, total, buf)
                 for p in range(seg[j], seg[j + 1]):
                     share[p] = max(share[p] - theta, 0.0)
     return used
@@ -245,20 +248,27 @@ def unit_bins(useg, seg, n_features, n_bins):
 
 
 @njit(cache=True)
+def _last_pass(a, b, node_k, share, proj, theta, c, B):
+    """The projection max(s - theta, 0) (when ``proj``) and each share's
+    charge c * s added to its node."""
+    for p in range(a, b):
+        sp = share[p]
+        if proj:
+            sp = max(sp - theta, 0.0)
+        share[p] = sp
+        B[node_k[p]] += c * sp
+
+
+@njit(cache=True)
 def _step_unit(u, useg, seg, node_k, kept, share, eta, cap, used, B, buf):
+    """``dual_step`` and the charges of unit u's segments, in row order."""
     c = cap[u]
     for j in range(useg[u], useg[u + 1]):
         a, b = seg[j], seg[j + 1]
-        paid, theta = _project(a, b, node_k, kept, share, eta, buf)
-        used[j] = paid
-        if theta >= 0.0:
-            for p in range(a, b):
-                sp = max(share[p] - theta, 0.0)
-                share[p] = sp
-                B[node_k[p]] += c * sp
-        else:
-            for p in range(a, b):
-                B[node_k[p]] += c * share[p]
+        total, used[j] = _step(a, b, node_k, kept, share, eta)
+        proj = total > 1.0
+        theta = _michelot(a, b, share, total, buf) if proj else 0.0
+        _last_pass(a, b, node_k, share, proj, theta, c, B)
 
 
 @njit(cache=True, parallel=True)
