@@ -20,6 +20,7 @@ import numpy as np
 from numba import njit, prange
 
 from ... import ir
+from ...runtimes._split import category_left
 from ..common import progress_bar
 from .binning import bin_categories, bin_data, category_counts, find_thresholds, pack_thresholds
 from .grower import CategoryOptions, grow
@@ -27,7 +28,6 @@ from .losses import Loss
 from .predictor import (
     _child,
     add_leaf_values,
-    category_left,
     predict_binned,
     predict_binned_sets,
     predict_raw,
@@ -351,7 +351,7 @@ def _bank_outputs(X, roots, feature, threshold, left, right, missing_left, value
 
 
 @njit(cache=True, parallel=True)
-def _bank_outputs_sets(X, roots, feature, threshold, left, right, missing_left, cat_begin, cat_words,
+def _bank_outputs_sets(X, roots, feature, threshold, left, right, missing_left, cat_rule, cat_begin, cat_words,
                        cat_bits, other_left, value, out):
     for i in prange(X.shape[0]):
         for t in range(roots.shape[0]):
@@ -359,7 +359,7 @@ def _bank_outputs_sets(X, roots, feature, threshold, left, right, missing_left, 
             while feature[m] >= 0:
                 x = X[i, feature[m]]
                 if cat_words[m] > 0 and x == x:
-                    goes = category_left(x, cat_words[m], cat_begin[m], other_left[m], cat_bits)
+                    goes = category_left(x, cat_rule, cat_words[m], cat_begin[m], other_left[m], cat_bits)
                     m = left[m] if goes else right[m]
                 else:
                     m = _child(m, x, x != x, threshold[m], left, right, missing_left)
@@ -374,11 +374,9 @@ def tree_outputs(bank: ir.TreesNode, X, output=0) -> np.ndarray:
     out = np.zeros((X.shape[0], bank.n_trees), np.float32)
     cs = getattr(bank, "categories", None)
     if cs is not None:
-        if cs.rule != "integer":
-            raise ValueError(f"tree_outputs: category rule {cs.rule!r} is not the booster's ('integer')")
         _bank_outputs_sets(X, bank.roots.astype(np.int64), bank.feature.astype(np.int64), bank.threshold,
                            bank.left.astype(np.int64), bank.right.astype(np.int64), bank.missing_left,
-                           cs.begin.astype(np.int64), cs.words.astype(np.int64), cs.bits, cs.other_left,
+                           cs.rule_code, cs.begin.astype(np.int64), cs.words.astype(np.int64), cs.bits, cs.other_left,
                            np.ascontiguousarray(bank.value[:, output]), out)
         return out
     _bank_outputs(X, bank.roots.astype(np.int64), bank.feature.astype(np.int64),

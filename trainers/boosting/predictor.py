@@ -1,8 +1,9 @@
 """Training-time predictions of one tree: from the grower's leaf ranges, on
 binned data, or on raw float32."""
-import numpy as np
 from numba import njit, prange
 
+from ...ir.codes import CAT_INTEGER
+from ...runtimes._split import category_left
 from .binning import MISSING_BIN
 
 
@@ -64,31 +65,18 @@ def predict_binned_sets(binned, feature, split_bin, left, right, missing_left, g
         out[i] += value[m]
 
 
-@njit(cache=True, inline="always")
-def category_left(x, words, begin, other_left, bits):
-    """Whether non-NaN float32 x goes left at a category-set node under the
-    IR's "integer" rule (docs/ir.md, "Categorical splits"): a code c (x >= 0,
-    integral) below 32 * words goes left iff its bit is set, any other value
-    iff ``other_left``."""
-    if x >= 0 and x < np.float32(32 * words):
-        c = np.int64(x)
-        if np.float32(c) != x:
-            return other_left
-        return (bits[begin + (c >> 5)] >> np.uint32(c & 31)) & np.uint32(1) == 1
-    return other_left
-
-
 @njit(cache=True, parallel=True)
 def predict_raw_sets(X, feature, threshold, left, right, missing_left, cat_begin, cat_words, cat_bits,
                      other_left, value, out):
     """``predict_raw`` for a tree or bank with category-set nodes
-    (``cat_words[m] > 0``; their words in ``cat_bits`` from ``cat_begin[m]``)."""
+    (``cat_words[m] > 0``; their words in ``cat_bits`` from ``cat_begin[m]``), under the
+    booster's rule ("integer", docs/ir.md) and the reference runtime's own decision."""
     for i in prange(X.shape[0]):
         m = 0
         while feature[m] >= 0:
             x = X[i, feature[m]]
             if cat_words[m] > 0 and x == x:
-                goes = category_left(x, cat_words[m], cat_begin[m], other_left[m], cat_bits)
+                goes = category_left(x, CAT_INTEGER, cat_words[m], cat_begin[m], other_left[m], cat_bits)
                 m = left[m] if goes else right[m]
             else:
                 m = _child(m, x, x != x, threshold[m], left, right, missing_left)

@@ -79,9 +79,14 @@ def prefix_model(model: ir.Model, n_trees: int) -> ir.Model:
     M = int(bank.roots[n_trees])
     if not (np.all(np.diff(bank.roots) > 0) and bank.left[:M].max() < M and bank.right[:M].max() < M):
         raise ValueError("prefix_model: the bank's trees are not stored one after another")
+    cs = bank.categories
+    sets = None if cs is None else ir.category_splits(
+        [cs.bits[b:b + w] if w else None for b, w in zip(cs.begin[:M], cs.words[:M], strict=True)],
+        cs.other_left[:M], rule=cs.rule)
     sub = ir.trees_from_arrays(bank.feature[:M], bank.threshold[:M], bank.left[:M], bank.right[:M],
                                bank.value[:M], roots=bank.roots[:n_trees], missing_left=bank.missing_left[:M],
-                               tree_cost=bank.tree_cost[:n_trees], base_score=bank.base_score, name=bank.name)
+                               tree_cost=bank.tree_cost[:n_trees], base_score=bank.base_score, name=bank.name,
+                               categories=sets)
     return ir.model(model.features, [sub], 0, task=model.task, groups=model.groups,
                     metadata=dict(model.metadata, n_iterations=n_trees))
 

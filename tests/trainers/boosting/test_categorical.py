@@ -257,3 +257,38 @@ def test_boost_refuses_categories_the_data_was_not_binned_for():
     data = BinnedData.from_X(X)
     with pytest.raises(ValueError, match="categorical features .* and categories.is_cat differ"):
         boost(data, make_loss("logistic"), y.astype(float), 1, categories=CategoryOptions(np.array([True, False])))
+
+
+@pytest.mark.parametrize("fraction_seed", [3, 8])
+def test_prefix_models_and_tree_outputs_keep_every_rule_of_category_sets(fraction_seed):
+    """An imported-style bank (any rule, not only the booster's "integer"):
+    the first t trees of prefix_model score as the reference runtime scores
+    them, and tree_outputs' columns add up to the reference's scores."""
+    from skinflint.ir.random_model import random_model, with_category_splits
+    from skinflint.trainers.boosting.booster import tree_outputs
+    from skinflint.trainers.boosting.ranker import output_bank, prefix_model
+    from skinflint.verify import adversarial_rows
+    seeds = [s for s in range(200) if s % 10 == fraction_seed % 10]
+    rules = set()
+    for seed in seeds:
+        base = random_model(seed, kinds=("trees",))
+        bank0 = base.nodes[base.output]
+        if bank0.is_float64 or bank0.n_outputs != 1 or bank0.n_trees < 2:
+            continue
+        m = with_category_splits(base, 0.9)
+        bank = output_bank(m)
+        if bank.categories is None:
+            continue
+        rules.add(bank.categories.rule)
+        X = adversarial_rows(m, max_rows=500)
+        t = bank.n_trees - 1
+        cut = prefix_model(m, t)
+        kept_sets = bool(bank.categories.is_categorical[:int(bank.roots[t])].any())
+        assert (output_bank(cut).categories is not None) == kept_sets
+        H = tree_outputs(bank, X)
+        want = ReferenceRuntime(cut).predict(X).scores[:, 0]
+        got = np.full(len(X), bank.base_score[0], np.float32)
+        for j in range(t):
+            got = got + H[:, j]
+        np.testing.assert_array_equal(got, want)
+    assert len(rules) >= 2    # the seeds cover more than the booster's own rule
