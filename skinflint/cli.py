@@ -156,8 +156,8 @@ def cmd_train(args):
           + f"static cost {model.static_cost():g}, {what} {score:.4f}")
     print(f"wrote {args.output}")
     if model.scores_queries:
-        print("note: a query-level exit: only the Python reference runtime ranks it yet "
-              "(ReferenceRuntime(model).rank(X, group)); compile and predict refuse it. "
+        print("note: a query-level exit: the reference runtime (ReferenceRuntime(model).rank(X, group)) and "
+              "the generated C (<prefix>_rank_query) rank it; ONNX and per-row predict refuse it. "
               "--exit-rule row trains a per-row model every backend runs.")
 
 
@@ -379,8 +379,9 @@ def build_parser():
     s.add_argument("--learning-rate", type=float, default=0.1)
     s.add_argument("--exit-threshold", type=float, default=2.0, help="early-exit margin s")
     s.add_argument("--exit-rule", choices=["query", "row"], default="query",
-                   help="early-exit ranker: the papers' per-query rule (a query-level model: only the Python "
-                        "reference runtime scores it yet) or the per-row rule every backend compiles")
+                   help="early-exit ranker: the papers' per-query rule (a query-level model: the reference "
+                        "runtime and the generated C rank it, ONNX does not yet) or the per-row rule every "
+                        "backend compiles")
     s.add_argument("--valid", help="validation rows for early stopping")
     s.add_argument("--categorical", metavar="COLUMNS",
                    help="comma-separated columns (header names or 0-based positions) holding category codes "
