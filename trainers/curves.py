@@ -127,6 +127,8 @@ def cost_accuracy_curve(estimator, param_grid, X_train, y_train, X_val, y_val, X
         t0 = time.perf_counter()
         if _takes_groups(est):
             est.fit(X_train, y_train, g_train)
+        elif getattr(est, "_selects_on_validation", False):
+            est.fit(X_train, y_train, eval_set=(X_val, y_val))    # its model selection uses the rows
         else:
             est.fit(X_train, y_train)
         fit_time = time.perf_counter() - t0

@@ -165,6 +165,10 @@ class _CascadeClassifier(CostSensitiveClassifier):
     (<= the chosen K).
     """
 
+    # cost_accuracy_curve passes its validation rows as eval_set: the model selection above is
+    # meant to run on them (Chen et al. 2012 §3.4), not on a small hold-out of the training rows
+    _selects_on_validation = True
+
     _binary_only = True
     _mode: str | None = None
 
