@@ -265,7 +265,7 @@ def category_inputs(est, category_codes=None) -> dict:
     names = [str(n) for n in getattr(est, "feature_names_in_", [])] or None
     given = {}
     for key, cats in (category_codes or {}).items():
-        j = int(key) if isinstance(key, (int, np.integer)) else names.index(key)
+        j = int(key) if isinstance(key, (int, np.integer)) else (names or []).index(key)
         given[j] = [_json_value(c) for c in cats]
     return {(names[j] if names else str(j)): given.get(j, "values") for j in sorted(inputs)}
 

@@ -133,6 +133,7 @@ def tree_category_sets(tree, data: BinnedData):
         return None
     n = len(tree.feature)
     sets: list = [None] * n
+    assert data.cat_codes is not None    # a tree with set splits was grown on categorical data
     for m, goes in tree.sets.items():
         codes = data.cat_codes[tree.feature[m]]
         sets[m] = ir.category_set(codes[np.flatnonzero(goes[:len(codes)])])
@@ -289,8 +290,8 @@ def boost(data: BinnedData, loss: Loss, target, n_rounds, *, weight=None, costs=
                 if cats is None:
                     predict_raw(Xv, feat, thr, left, right, mleft, value, colv)
                 else:
-                    predict_raw_sets(Xv, feat, thr, left, right, mleft, *set_arrays(cats[0]), cats[1],
-                                     value, colv)
+                    predict_raw_sets(Xv, feat, thr, left, right, mleft,  # type: ignore[call-arg]  # *-args
+                                     *set_arrays(cats[0]), cats[1], value, colv)
                 raw_v[:, k] = colv
             for f, gain in tree.split_gain:
                 importances[f] += gain

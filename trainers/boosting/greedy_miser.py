@@ -267,7 +267,7 @@ class _GreedyMiserMixin:
         cats = getattr(self, "_pandas_categories", None)
         if not cats or not _is_frame(X):
             return X
-        import pandas as pd  # only a DataFrame gets here
+        import pandas as pd  # type: ignore[import-untyped]  # only a DataFrame gets here
         X = X.copy()
         for c, known in cats.items():
             if c not in X.columns:

@@ -107,7 +107,7 @@ def grow(binned, n_bins, rows, g, h, *, max_depth, min_samples_leaf, l2, penalty
             brackets, bins, mleft, left_sums = level_splits(*hist, n_bins, sums, l2, min_samples_leaf, active)  # type: ignore[call-arg]  # numba's stubs cannot count *-args
         else:
             brackets, bins, mleft, left_sums = level_splits(*hist, n_bins, sums, l2, min_samples_leaf, num_active)  # type: ignore[call-arg]  # numba's stubs cannot count *-args
-            cgain, csets, csums = level_category_splits(
+            cgain, csets, csums = level_category_splits(  # type: ignore[call-arg]  # numba's stubs cannot count *-args
                 *hist, n_bins, sums, l2, min_samples_leaf, cat_f, float(co.cat_l2), float(co.cat_smooth),
                 int(co.max_cat_threshold), float(co.min_data_per_group), int(co.max_cat_to_onehot))
             brackets[:, cat_f] = cgain
@@ -123,7 +123,7 @@ def grow(binned, n_bins, rows, g, h, *, max_depth, min_samples_leaf, l2, penalty
             if not gains[f] > 1e-12:
                 tree.leaves.append((nid, start, stop))
                 continue
-            if cat_f is not None and categories.is_cat[f]:
+            if cat_f is not None and categories is not None and categories.is_cat[f]:
                 goes = csets[j, int(np.searchsorted(cat_f, f))]
                 tree.sets[nid] = goes.copy()
                 mid = partition_set(binned, order, start, stop, f, goes, buffers)

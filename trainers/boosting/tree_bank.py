@@ -128,7 +128,7 @@ def subset_bank(bank: ir.TreesNode, keep) -> ir.TreesNode:
     keep = np.asarray(keep, np.int64)
     ends = np.r_[bank.roots[1:], bank.feature.shape[0]]
     cs = getattr(bank, "categories", None)
-    trees = []
+    trees: list[dict] = []
     for t in keep:
         lo, hi = int(bank.roots[t]), int(ends[t])
         lt, rt = bank.left[lo:hi], bank.right[lo:hi]

@@ -71,6 +71,7 @@ class _TreeIR:
     _costs: Any
     _ir_model: Callable[..., ir.Model]
     _task: Callable[[], Any]
+    _val_score: Callable[..., float]     # the task mixin's validation score (accuracy, or -MSE)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
