@@ -98,7 +98,7 @@ class _CascadeClassifier(CostSensitiveClassifier):
         ``fit`` gets no ``eval_set``.  The bank and the cascade are then
         trained on the other rows only.
     selection_tolerance : float [0.005]
-        The selection rule's slack, in accuracy (see Model selection).
+        The selection rule's slack, in accuracy (see Notes: model selection).
     steepness : float [50]
         gamma of the training sigmoids (Chen §3.2; the thesis has 1).
     rho : float or (float, float) [1e-5]
@@ -137,9 +137,9 @@ class _CascadeClassifier(CostSensitiveClassifier):
         A progress bar over the search: the initialisations tried, Alg. 1's
         cycles and the fine-tuned stages.
 
-    Model selection
-    ---------------
-    Chen §3.4 chooses the hyper-parameters "on a validation set" from the
+    Notes
+    -----
+    **Model selection.** Chen §3.4 chooses the hyper-parameters "on a validation set" from the
     initialisation alone (Alg. 2, "without further training"); thesis
     §3.7.2-3.7.3 set Cronus' cascade length, keep ratio, discount and early
     stopping on validation too.  Every candidate (K, epsilon, delta) of the
