@@ -419,6 +419,62 @@ def test_no_op_sees_an_empty_batch(path):
                 np.testing.assert_array_equal(got.stage, ref.stage)
 
 
+@pytest.mark.parametrize("path", example_paths(), ids=lambda p: p.rsplit("/", 1)[-1])
+def test_latency_graph_takes_an_empty_batch(path):
+    """The latency schedule (batch_hint <= 16) pads no row where no op needs
+    it, so its ops do see zero rows: zero rows and one row give the
+    reference's outputs (onnxruntime 1.16-1.31 refused one form of its
+    pairwise halt on zero rows; make onnx-compat runs this at the floor)."""
+    m = ir.load(path)
+    rt = OnnxRuntime(compile_onnx(m, batch_hint=1))
+    X1 = adversarial_rows(m)[:1]
+    for X in (X1[:0], X1):
+        got, ref = rt.predict(X, budget=np.full(len(X), np.inf)), predict(m, X)
+        assert got.scores.shape == ref.scores.shape
+        np.testing.assert_array_equal(got.output, ref.output)
+        np.testing.assert_array_equal(got.scores.view(np.uint32 if got.scores.dtype == np.float32 else np.uint64),
+                                      ref.scores.view(np.uint32 if ref.scores.dtype == np.float32 else np.uint64))
+        np.testing.assert_array_equal(got.cost, ref.cost)
+        np.testing.assert_array_equal(got.stage, ref.stage)
+
+
+def _span(a, b):
+    """Every float32 from a to b (either order)."""
+    lo, hi = sorted(np.array([a, b], np.float32).view(np.int32).tolist())
+    return np.arange(lo, hi + 1, dtype=np.int32).view(np.float32)
+
+
+def test_graph_logistic_is_the_reference_logistic_bit_for_bit():
+    """The exact graph's logistic (34 ops since issue 30) against the
+    reference's 1 / (1 + expf(-s)) on 2M random bit patterns, expf's range
+    edges and one ulp either side, and every float32 where the rounding is
+    hardest (near the underflow and overflow ends)."""
+    import onnxruntime as ort
+    from onnx import TensorProto, helper
+
+    from skinflint.compilers.onnx_graph import Graph, logistic, match_constant_ranks
+    from skinflint.runtimes import _expf
+    g = Graph()
+    g.op("Identity", logistic(g, "s"), out="p")
+    graph = helper.make_graph(g.nodes, "logistic", [helper.make_tensor_value_info("s", TensorProto.FLOAT, ["N", 1])],
+                              [helper.make_tensor_value_info("p", TensorProto.FLOAT, ["N", 1])], g.inits)
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    proto.ir_version = 9
+    match_constant_ranks(proto)
+    sess = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
+    rng = np.random.default_rng(0)
+    bits = rng.integers(0, 2 ** 32, 2_000_000, dtype=np.uint64).astype(np.uint32).view(np.float32)
+    edges = np.array([88.72283172607421875, -88.72283172607421875, 103.972084045410156, -103.972084045410156,
+                      0.0, -0.0, np.inf, -np.inf, 90, -90, 110, -110], np.float32)
+    s = np.concatenate([bits, edges, np.nextafter(edges, np.float32(np.inf)), np.nextafter(edges, np.float32(-np.inf)),
+                        _span(-88.3, -88.8), _span(-86.0, -86.9), _span(103.5, 104.1),
+                        np.linspace(-120, 120, 200_001, dtype=np.float32)])
+    s = s[~np.isnan(s)][:, None]
+    want = _expf.logistic(s.copy())
+    got = sess.run(None, {"s": s})[0]
+    np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
+
+
 def test_ort_format_for_mobile_runs_exact(tmp_path):
     # ORT Mobile reads the ORT format: every example's default graph
     # converts with onnxruntime's own tool, and the .ort runs bit for bit
