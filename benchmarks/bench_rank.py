@@ -267,13 +267,11 @@ def timing(tr, costs, tree, threads):
     return out
 
 
-def rank_overhead(n_docs=100, n_queries=20, n_trees=1000, depth=6, n_features=50, repeats=7):
-    """The reference runtime's query scoring against its per-row scoring of the same rows when nobody is
-    dropped (checkpoints every 10 trees, gap too large to drop): what the query bookkeeping costs.  Medians."""
+def _random_bank(rng, n_trees, depth, n_features, tree_cost=None):
+    """``n_trees`` full random trees of ``depth`` over ``n_features``, grown depth first from ``rng``
+    (thresholds standard normal, leaves 0.01 x normal): the bank both overhead timings score."""
     from skinflint import ir
-    from skinflint.runtimes.reference import ReferenceRuntime
-    rng = np.random.default_rng(0)
-    f, t, lft, rgt, v, roots = [], [], [], [], [], []
+    f, t, lft, rgt, v = [], [], [], [], []
 
     def grow(d):
         i = len(f)
@@ -285,7 +283,16 @@ def rank_overhead(n_docs=100, n_queries=20, n_trees=1000, depth=6, n_features=50
         return i
 
     roots = [grow(0) for _ in range(n_trees)]
-    bank = ir.trees_from_arrays(f, t, lft, rgt, v, roots=roots)
+    return ir.trees_from_arrays(f, t, lft, rgt, v, roots=roots, tree_cost=tree_cost)
+
+
+def rank_overhead(n_docs=100, n_queries=20, n_trees=1000, depth=6, n_features=50, repeats=7):
+    """The reference runtime's query scoring against its per-row scoring of the same rows when nobody is
+    dropped (checkpoints every 10 trees, gap too large to drop): what the query bookkeeping costs.  Medians."""
+    from skinflint import ir
+    from skinflint.runtimes.reference import ReferenceRuntime
+    rng = np.random.default_rng(0)
+    bank = _random_bank(rng, n_trees, depth, n_features)
     feats = ir.features_from_costs(rng.choice([1.0, 5.0, 20.0], n_features))
     after = ir.every(10, n_trees)
     plain = ReferenceRuntime(ir.model(feats, [bank], 0))
@@ -318,19 +325,7 @@ def c_rank_overhead(n_docs=100, n_queries=20, n_trees=1000, depth=6, n_features=
     from skinflint import ir
     from skinflint.runtimes.c import CRuntime
     rng = np.random.default_rng(0)
-    f, t, lft, rgt, v = [], [], [], [], []
-
-    def grow(d):
-        i = len(f)
-        f.append(-1), t.append(0.0), lft.append(-1), rgt.append(-1), v.append([float(rng.normal()) * 0.01])
-        if d < depth:
-            f[i], t[i] = int(rng.integers(n_features)), float(rng.normal())
-            lft[i] = grow(d + 1)
-            rgt[i] = grow(d + 1)
-        return i
-
-    roots = [grow(0) for _ in range(n_trees)]
-    bank = ir.trees_from_arrays(f, t, lft, rgt, v, roots=roots, tree_cost=np.ones(n_trees))
+    bank = _random_bank(rng, n_trees, depth, n_features, tree_cost=np.ones(n_trees))
     feats = ir.features_from_costs(rng.choice([1.0, 5.0, 20.0], n_features))
     after = ir.every(every, n_trees)
     plain = CRuntime(ir.model(feats, [bank], 0))
