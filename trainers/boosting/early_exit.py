@@ -32,7 +32,8 @@ class EarlyExitClassifier(GreedyMiserClassifier):
     """Binary stage-wise GBRT with early exits (thesis §2.1.4).
 
     Parameters are GreedyMiserClassifier's (``cost_tradeoff`` defaults to 0:
-    plain GBRT), plus:
+    plain GBRT; ``categorical_features`` and the ``cat_*`` options as
+    there: the exits read the same trees), plus:
 
     exit_every : int, default 10
         Trees between exits (the thesis places an exit every 10 trees).
@@ -52,7 +53,9 @@ class EarlyExitClassifier(GreedyMiserClassifier):
                  feature_groups=None, group_costs=None, feature_names=None, group_names=None,
                  tree_eval_cost=0.0, max_feature_cost=None, early_stopping=False,
                  validation_fraction=0.1, n_iter_no_change=10, random_state=None, verbose=1,
-                 split_criterion="newton", exit_every=10, threshold=2.0, exit_side="both"):
+                 split_criterion="newton", exit_every=10, threshold=2.0, exit_side="both",
+                 categorical_features=None, cat_l2=10.0, cat_smooth=10.0, max_cat_threshold=32,
+                 min_data_per_group=100, max_cat_to_onehot=4):
         super().__init__(
             loss=loss, n_estimators=n_estimators, learning_rate=learning_rate, max_depth=max_depth,
             min_samples_leaf=min_samples_leaf, l2_regularization=l2_regularization,
@@ -62,7 +65,10 @@ class EarlyExitClassifier(GreedyMiserClassifier):
             group_names=group_names, tree_eval_cost=tree_eval_cost,
             max_feature_cost=max_feature_cost, early_stopping=early_stopping,
             validation_fraction=validation_fraction, n_iter_no_change=n_iter_no_change,
-            random_state=random_state, verbose=verbose, split_criterion=split_criterion)
+            random_state=random_state, verbose=verbose, split_criterion=split_criterion,
+            categorical_features=categorical_features, cat_l2=cat_l2, cat_smooth=cat_smooth,
+            max_cat_threshold=max_cat_threshold, min_data_per_group=min_data_per_group,
+            max_cat_to_onehot=max_cat_to_onehot)
         self.exit_every = exit_every
         self.threshold = threshold
         self.exit_side = exit_side
