@@ -107,6 +107,10 @@ def compile_onnx(model, *, target=DEFAULT_TARGET, opset=None, mode="exact", budg
     if batch_hint is not None and (isinstance(batch_hint, bool) or not isinstance(batch_hint, (int, np.integer))
                                    or batch_hint < 1):
         raise ValueError(f"batch_hint must be a positive number of rows or None, got {batch_hint!r}")
+    if model.scores_queries:    # a query-level exit: one query per run (onnx_query.py)
+        from .onnx_query import compile_query_onnx
+        return compile_query_onnx(model, target=target, opset=opset, mode=mode, budget=budget,
+                                  features_used=features_used, tree_op=tree_op, tables=tables, batch_hint=batch_hint)
     small = batch_hint is not None and batch_hint <= SMALL_BATCH
     tab = lower(model) if tables is None else tables
 

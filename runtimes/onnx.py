@@ -9,6 +9,11 @@ intermediates ([rows, trees] and [rows, units]; ``LATENCY_CHUNK_ROWS`` for a
 graph compiled for small batches, ``batch_hint``); a model with kernel nodes
 takes ``kernel_chunk_rows(model)`` rows at a time instead, since its kernel
 sums carry [rows, support vectors] blocks.
+
+A model with a query-level exit compiles to the query graph
+(compilers/onnx_query.py), which ranks ONE query per run:
+``rank(X, group, budget=None)`` runs it once per query and returns the
+reference's ``Ranking`` (docs/ranking.md); its ``predict`` refuses.
 """
 from __future__ import annotations
 
@@ -18,7 +23,7 @@ import os
 import numpy as np
 
 from ..ir.model import Model
-from .prediction import Prediction, as_budget, as_features
+from .prediction import Prediction, Ranking, as_budget, as_features, as_group_sizes
 
 CHUNK_ROWS = 4096
 # rows per call for a graph in the latency schedule (compile_onnx's
@@ -78,6 +83,7 @@ class OnnxRuntime:
                                             providers=["CPUExecutionProvider"])
         self.inputs = {i.name for i in self.session.get_inputs()}
         self.outputs = [o.name for o in self.session.get_outputs()]
+        self.ranks_queries = "skinflint.query" in meta
 
     @property
     def n_features(self) -> int:
@@ -103,7 +109,43 @@ class OnnxRuntime:
 
     def predict(self, X, budget=None) -> Prediction:
         """cost, stage and features_used are None for a fast-mode graph."""
+        if self.ranks_queries:
+            raise ValueError("predict: this model has a query-level exit and ranks whole queries "
+                             "(docs/ranking.md); call rank(X, group) instead of scoring rows independently")
         return prediction_from_outputs(self.task, self.run(X, budget))
+
+    def rank(self, X, group, budget=None) -> Ranking:
+        """Score whole queries, one graph run per query (``group``: the query
+        sizes, each query's rows contiguous; ``budget`` per document): the
+        reference runtime's ``rank``, bit for bit (docs/ranking.md)."""
+        if not self.ranks_queries:
+            raise ValueError("rank: this graph has no query-level exit; its rows are scored independently: "
+                             "use predict(X)")
+        X = as_features(X, self.n_features, self.feature_names)
+        N = X.shape[0]
+        offsets = as_group_sizes(group, N)
+        if budget is not None and "budget" not in self.inputs:
+            raise ValueError("this ONNX graph was compiled without a budget input "
+                             "(compile_onnx(..., budget=True))")
+        b = as_budget(budget, N)
+        parts: dict[str, list] = {name: [] for name in self.outputs}
+        for q in range(offsets.shape[0] - 1):
+            a, e = int(offsets[q]), int(offsets[q + 1])
+            feed = {"X": X[a:e]}
+            if "budget" in self.inputs:
+                feed["budget"] = b[a:e]
+            for name, v in zip(self.outputs, self.session.run(self.outputs, feed), strict=True):
+                parts[name].append(v + a if name == "order" else v)
+        if not N:    # no query: the graph's outputs for zero rows, in their shapes
+            feed = {"X": X}
+            if "budget" in self.inputs:
+                feed["budget"] = b
+            parts = {name: [v] for name, v in zip(self.outputs, self.session.run(self.outputs, feed), strict=True)}
+        out = {k: np.concatenate(v) for k, v in parts.items()}
+        p = prediction_from_outputs(self.task, out)
+        return Ranking(output=p.output, scores=p.scores, proba=p.proba, cost=p.cost, stage=p.stage,
+                       features_used=p.features_used, order=out["order"], n_trees=out["n_trees"],
+                       dropped=out["dropped"])
 
 
 def prediction_from_outputs(task: dict, out: dict) -> Prediction:

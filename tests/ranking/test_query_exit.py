@@ -129,13 +129,12 @@ def test_builders_schedule():
 # ---------------------------------------------------------------- backends that score rows refuse
 
 def test_per_row_backends_refuse_a_query_model():
-    """The per-row lowering and the ONNX compiler refuse a query-level model
-    (the generated C ranks it: tests/parity/test_c_rank.py)."""
-    from skinflint.compilers.onnx import compile_onnx
+    """The per-row lowering refuses a query-level model (the generated C and
+    the ONNX query graph rank it: tests/parity/test_c_rank.py,
+    tests/parity/test_onnx_rank.py)."""
     m = random_bank_model(1)
-    for build in (lower, compile_onnx):
-        with pytest.raises(ir.IRError, match="query_exit node ranks whole queries"):
-            build(m)
+    with pytest.raises(ir.IRError, match="query_exit node ranks whole queries"):
+        lower(m)
     with pytest.raises(ValueError, match="call rank\\(X, group\\)"):
         predict(m, grid_rows(3, 6, 0))
     with pytest.raises(ValueError, match="no query-level exit"):
@@ -143,10 +142,16 @@ def test_per_row_backends_refuse_a_query_model():
 
 
 def test_verify_reports_a_backend_that_cannot_rank():
+    class RowsOnly:          # a runtime that scores rows independently and has no rank
+        name = "rows-only"
+
+        def predict(self, X, budget=None):
+            raise AssertionError("verify must not score a query model's rows independently")
+
     m = random_bank_model(2)
-    rep = verify(m, grid_rows(40, 6, 1), runtimes=["onnx"], max_rows=200)    # ONNX scores rows, not queries
+    rep = verify(m, grid_rows(40, 6, 1), runtimes=[RowsOnly()], max_rows=200)
     assert not rep.ok and rep.queries > 0
-    assert "ranks whole queries" in rep.backends[0].error
+    assert "cannot rank whole queries" in rep.backends[0].error
 
 
 # ---------------------------------------------------------------- the rule, by hand
