@@ -137,8 +137,11 @@ def cmd_train(args):
     except ValueError as e:
         raise CLIError(f"{args.trainer}: {e}") from None
     if args.categorical and "categorical_features" not in est.get_params():
-        raise CLIError(f"--categorical: {args.trainer} has no category-set splits; the boosters have "
-                       "(gbrt, greedy-miser, feature-subset), or one-hot encode the columns")
+        have = sorted(n for n, s in TRAINERS.items()
+                      if any(c is not None and "categorical_features" in c._get_param_names()
+                             for c in (s.classifier, s.regressor, s.ranker)))
+        raise CLIError(f"--categorical: {args.trainer} has no category-set splits; {', '.join(have)} have, "
+                       "or one-hot encode the columns")
     eval_set = None
     if args.valid:
         v = _load_training(args.valid, args.format, args.costs, args.valid_group)

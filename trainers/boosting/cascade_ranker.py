@@ -88,7 +88,9 @@ class CascadeRanker(GreedyMiserRanker):
                  feature_groups=None, group_costs=None, feature_names=None, group_names=None,
                  tree_eval_cost=0.0, max_feature_cost=None, early_stopping=False, validation_fraction=0.1,
                  n_iter_no_change=10, random_state=None, verbose=1, sigma=1.0, truncation_level=30, eval_at=5,
-                 split_criterion="newton", n_stages=3, keep_grid=(5, 10, 20, 50, 100), tolerance=0.005):
+                 split_criterion="newton", n_stages=3, keep_grid=(5, 10, 20, 50, 100), tolerance=0.005,
+                 categorical_features=None, cat_l2=10.0, cat_smooth=10.0, max_cat_threshold=32,
+                 min_data_per_group=100, max_cat_to_onehot=4):
         super().__init__(
             objective=objective, n_estimators=n_estimators, learning_rate=learning_rate, max_depth=max_depth,
             min_samples_leaf=min_samples_leaf, l2_regularization=l2_regularization, leaf_values=leaf_values,
@@ -98,7 +100,10 @@ class CascadeRanker(GreedyMiserRanker):
             max_feature_cost=max_feature_cost, early_stopping=early_stopping,
             validation_fraction=validation_fraction, n_iter_no_change=n_iter_no_change,
             random_state=random_state, verbose=verbose, sigma=sigma, truncation_level=truncation_level,
-            eval_at=eval_at, split_criterion=split_criterion)
+            eval_at=eval_at, split_criterion=split_criterion,
+            categorical_features=categorical_features, cat_l2=cat_l2, cat_smooth=cat_smooth,
+            max_cat_threshold=max_cat_threshold, min_data_per_group=min_data_per_group,
+            max_cat_to_onehot=max_cat_to_onehot)
         self.n_stages = n_stages
         self.keep_grid = keep_grid
         self.tolerance = tolerance

@@ -105,64 +105,7 @@ def categorical_mask(spec, n_features, names=None, frame=None) -> np.ndarray | N
     raise ValueError(f"categorical_features: expected bools, ints or strs, got {arr.dtype}")
 
 
-class _GreedyMiserMixin:
-    """Greedy Miser's parameters, fit and export, shared by the classifier
-    and the regressor.
-
-    Parameters
-    ----------
-    loss : str, optional
-        "logistic" (classifier default), "squared_hinge" (the thesis' loss)
-        or "squared" (regressor default); multiclass always uses softmax.
-    n_estimators : int, default 100
-        Boosting rounds (the thesis' T).
-    learning_rate : float, default 0.1
-        Step size eta (thesis: 0.1).
-    max_depth : int, default 4
-        Depth of each regression tree (thesis: 4).
-    min_samples_leaf : int, default 20
-    l2_regularization : float, default 0
-        Added to the hessian sum of Newton leaves.
-    leaf_values : {"newton", "mean"}, default "newton"
-        -G/(H + l2), or the seeds' mean negative gradient -G/N.
-    split_criterion : {"newton", "least_squares"}, default "newton"
-        How a split's loss reduction (the first term of Eq. 2.5) is scored:
-        the second-order gain with the loss's hessians, or the paper's
-        least-squares fit of the negative gradient (see the module
-        docstring; the same for the squared loss).
-    subsample : float, default 1
-        Fraction of rows drawn (without replacement) per round.
-    max_bins : int, default 255
-    cost_tradeoff : float, default 0
-        lambda of Eq. (2.5) per training row, in cost units: one unit of
-        lambda means a split on an unpaid feature of cost c must reduce the
-        mean per-row loss by more than lambda * c.  0 is plain GBRT.
-    refund : {"tree", "immediate"}, default "tree"
-        When a newly used feature becomes free (see the module docstring).
-    feature_costs : array-like of shape (n_features,) or FeatureCosts, optional
-        Cost of each feature (unit costs when None); a ``FeatureCosts``
-        carries groups and names too.
-    feature_groups : array-like of int, optional
-        Group (descriptor) index of each feature, -1 for none.
-    group_costs : array-like, optional
-        Cost of each group, paid once per row on its first feature.
-    feature_names, group_names : list of str, optional
-    tree_eval_cost : float, default 0
-        e_t, the cost of evaluating one tree (thesis §1.4.1), charged per
-        row for every tree the row reaches.
-    max_feature_cost : float, optional
-        Only features costing at most this are used: the feature-subset
-        GBRT baseline of thesis §2.1.4.
-    early_stopping : bool, default False
-        Hold out ``validation_fraction`` and stop after ``n_iter_no_change``
-        rounds without a better validation loss (or pass ``eval_set`` to
-        ``fit``).
-    validation_fraction : float, default 0.1
-    n_iter_no_change : int, default 10
-    random_state : int, optional
-        Seeds threshold sampling, subsamples and the held-out split.
-    verbose : int, default 1
-        A progress bar over the boosting rounds.
+CATEGORICAL_DOC = """\
     categorical_features : None, "from_dtype", bool mask, int indices or str names, default None
         Features whose values are category codes (non-negative integers;
         pandas ``category`` columns are encoded by their categories' order),
@@ -185,53 +128,17 @@ class _GreedyMiserMixin:
     max_cat_to_onehot : int, default 4
         A feature with fewer categories than this (plus the other bin) splits
         one category against the rest (LightGBM).
-    """
+"""
 
-    # provided by the estimator class this mixes into (the classifier or the regressor)
-    _n_outputs: Callable[[], int]
-    _task: Callable[[], Any]
-    _ir_model: Callable[..., ir.Model]
-    _costs: Any
 
-    def __init__(self, *, loss=None, n_estimators=100, learning_rate=0.1, max_depth=4,
-                 min_samples_leaf=20, l2_regularization=0.0, leaf_values="newton", subsample=1.0,
-                 max_bins=255, cost_tradeoff=0.0, refund="tree", feature_costs=None,
-                 feature_groups=None, group_costs=None, feature_names=None, group_names=None,
-                 tree_eval_cost=0.0,
-                 max_feature_cost=None, early_stopping=False, validation_fraction=0.1,
-                 n_iter_no_change=10, random_state=None, verbose=1, split_criterion="newton",
-                 categorical_features=None, cat_l2=10.0, cat_smooth=10.0, max_cat_threshold=32,
-                 min_data_per_group=100, max_cat_to_onehot=4):
-        self.loss = loss
-        self.n_estimators = n_estimators
-        self.learning_rate = learning_rate
-        self.max_depth = max_depth
-        self.min_samples_leaf = min_samples_leaf
-        self.l2_regularization = l2_regularization
-        self.leaf_values = leaf_values
-        self.subsample = subsample
-        self.max_bins = max_bins
-        self.cost_tradeoff = cost_tradeoff
-        self.refund = refund
-        self.feature_costs = feature_costs
-        self.feature_groups = feature_groups
-        self.group_costs = group_costs
-        self.feature_names = feature_names
-        self.group_names = group_names
-        self.tree_eval_cost = tree_eval_cost
-        self.max_feature_cost = max_feature_cost
-        self.early_stopping = early_stopping
-        self.validation_fraction = validation_fraction
-        self.n_iter_no_change = n_iter_no_change
-        self.random_state = random_state
-        self.verbose = verbose
-        self.split_criterion = split_criterion
-        self.categorical_features = categorical_features
-        self.cat_l2 = cat_l2
-        self.cat_smooth = cat_smooth
-        self.max_cat_threshold = max_cat_threshold
-        self.min_data_per_group = min_data_per_group
-        self.max_cat_to_onehot = max_cat_to_onehot
+class CategoricalInputs:
+    """``categorical_features`` and its options for any estimator whose trees
+    the booster grows (Greedy Miser, GBRT, Early Exit, the rankers, the
+    cascades' tree banks): one parameter, one meaning, documented once in
+    ``CATEGORICAL_DOC``.  The class mixing this in stores the six options
+    (``_CATEGORY_DEFAULTS``) as attributes."""
+
+    feature_names: Any
 
     def _json_params(self):
         # the categorical options at their defaults are left out: a model
@@ -302,6 +209,113 @@ class _GreedyMiserMixin:
                 raise ValueError(f"{nm} must be a positive integer, got {getattr(self, nm)!r}")
         return CategoryOptions(mask, float(self.cat_l2), float(self.cat_smooth), int(self.max_cat_threshold),
                                int(self.min_data_per_group), int(self.max_cat_to_onehot))
+
+
+class _GreedyMiserMixin(CategoricalInputs):
+    """Greedy Miser's parameters, fit and export, shared by the classifier
+    and the regressor.
+
+    Parameters
+    ----------
+    loss : str, optional
+        "logistic" (classifier default), "squared_hinge" (the thesis' loss)
+        or "squared" (regressor default); multiclass always uses softmax.
+    n_estimators : int, default 100
+        Boosting rounds (the thesis' T).
+    learning_rate : float, default 0.1
+        Step size eta (thesis: 0.1).
+    max_depth : int, default 4
+        Depth of each regression tree (thesis: 4).
+    min_samples_leaf : int, default 20
+    l2_regularization : float, default 0
+        Added to the hessian sum of Newton leaves.
+    leaf_values : {"newton", "mean"}, default "newton"
+        -G/(H + l2), or the seeds' mean negative gradient -G/N.
+    split_criterion : {"newton", "least_squares"}, default "newton"
+        How a split's loss reduction (the first term of Eq. 2.5) is scored:
+        the second-order gain with the loss's hessians, or the paper's
+        least-squares fit of the negative gradient (see the module
+        docstring; the same for the squared loss).
+    subsample : float, default 1
+        Fraction of rows drawn (without replacement) per round.
+    max_bins : int, default 255
+    cost_tradeoff : float, default 0
+        lambda of Eq. (2.5) per training row, in cost units: one unit of
+        lambda means a split on an unpaid feature of cost c must reduce the
+        mean per-row loss by more than lambda * c.  0 is plain GBRT.
+    refund : {"tree", "immediate"}, default "tree"
+        When a newly used feature becomes free (see the module docstring).
+    feature_costs : array-like of shape (n_features,) or FeatureCosts, optional
+        Cost of each feature (unit costs when None); a ``FeatureCosts``
+        carries groups and names too.
+    feature_groups : array-like of int, optional
+        Group (descriptor) index of each feature, -1 for none.
+    group_costs : array-like, optional
+        Cost of each group, paid once per row on its first feature.
+    feature_names, group_names : list of str, optional
+    tree_eval_cost : float, default 0
+        e_t, the cost of evaluating one tree (thesis §1.4.1), charged per
+        row for every tree the row reaches.
+    max_feature_cost : float, optional
+        Only features costing at most this are used: the feature-subset
+        GBRT baseline of thesis §2.1.4.
+    early_stopping : bool, default False
+        Hold out ``validation_fraction`` and stop after ``n_iter_no_change``
+        rounds without a better validation loss (or pass ``eval_set`` to
+        ``fit``).
+    validation_fraction : float, default 0.1
+    n_iter_no_change : int, default 10
+    random_state : int, optional
+        Seeds threshold sampling, subsamples and the held-out split.
+    verbose : int, default 1
+        A progress bar over the boosting rounds.
+    """
+
+    # provided by the estimator class this mixes into (the classifier or the regressor)
+    _n_outputs: Callable[[], int]
+    _task: Callable[[], Any]
+    _ir_model: Callable[..., ir.Model]
+    _costs: Any
+
+    def __init__(self, *, loss=None, n_estimators=100, learning_rate=0.1, max_depth=4,
+                 min_samples_leaf=20, l2_regularization=0.0, leaf_values="newton", subsample=1.0,
+                 max_bins=255, cost_tradeoff=0.0, refund="tree", feature_costs=None,
+                 feature_groups=None, group_costs=None, feature_names=None, group_names=None,
+                 tree_eval_cost=0.0,
+                 max_feature_cost=None, early_stopping=False, validation_fraction=0.1,
+                 n_iter_no_change=10, random_state=None, verbose=1, split_criterion="newton",
+                 categorical_features=None, cat_l2=10.0, cat_smooth=10.0, max_cat_threshold=32,
+                 min_data_per_group=100, max_cat_to_onehot=4):
+        self.loss = loss
+        self.n_estimators = n_estimators
+        self.learning_rate = learning_rate
+        self.max_depth = max_depth
+        self.min_samples_leaf = min_samples_leaf
+        self.l2_regularization = l2_regularization
+        self.leaf_values = leaf_values
+        self.subsample = subsample
+        self.max_bins = max_bins
+        self.cost_tradeoff = cost_tradeoff
+        self.refund = refund
+        self.feature_costs = feature_costs
+        self.feature_groups = feature_groups
+        self.group_costs = group_costs
+        self.feature_names = feature_names
+        self.group_names = group_names
+        self.tree_eval_cost = tree_eval_cost
+        self.max_feature_cost = max_feature_cost
+        self.early_stopping = early_stopping
+        self.validation_fraction = validation_fraction
+        self.n_iter_no_change = n_iter_no_change
+        self.random_state = random_state
+        self.verbose = verbose
+        self.split_criterion = split_criterion
+        self.categorical_features = categorical_features
+        self.cat_l2 = cat_l2
+        self.cat_smooth = cat_smooth
+        self.max_cat_threshold = max_cat_threshold
+        self.min_data_per_group = min_data_per_group
+        self.max_cat_to_onehot = max_cat_to_onehot
 
     # ------------------------------------------------------------ checks
     def _check_params(self):
@@ -443,6 +457,9 @@ class _OneRealOutput:
         tags = super().__sklearn_tags__()  # type: ignore[misc]
         tags.target_tags.required = True
         return tags
+
+
+_GreedyMiserMixin.__doc__ = (_GreedyMiserMixin.__doc__ or "").rstrip() + "\n" + CATEGORICAL_DOC + "    "
 
 
 class GreedyMiserRegressor(_OneRealOutput, _GreedyMiserMixin, CostSensitiveRegressor):

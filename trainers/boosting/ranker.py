@@ -311,7 +311,9 @@ class GreedyMiserRanker(_OneRealOutput, _GreedyMiserMixin, CostSensitiveRegresso
                  feature_groups=None, group_costs=None, feature_names=None, group_names=None,
                  tree_eval_cost=0.0, max_feature_cost=None, early_stopping=False, validation_fraction=0.1,
                  n_iter_no_change=10, random_state=None, verbose=1, sigma=1.0, truncation_level=30, eval_at=5,
-                 split_criterion="newton"):
+                 split_criterion="newton",
+                 categorical_features=None, cat_l2=10.0, cat_smooth=10.0, max_cat_threshold=32,
+                 min_data_per_group=100, max_cat_to_onehot=4):
         super().__init__(
             n_estimators=n_estimators, learning_rate=learning_rate, max_depth=max_depth,
             min_samples_leaf=min_samples_leaf, l2_regularization=l2_regularization, leaf_values=leaf_values,
@@ -320,7 +322,10 @@ class GreedyMiserRanker(_OneRealOutput, _GreedyMiserMixin, CostSensitiveRegresso
             feature_names=feature_names, group_names=group_names, tree_eval_cost=tree_eval_cost,
             max_feature_cost=max_feature_cost, early_stopping=early_stopping,
             validation_fraction=validation_fraction, n_iter_no_change=n_iter_no_change,
-            random_state=random_state, verbose=verbose, split_criterion=split_criterion)
+            random_state=random_state, verbose=verbose, split_criterion=split_criterion,
+            categorical_features=categorical_features, cat_l2=cat_l2, cat_smooth=cat_smooth,
+            max_cat_threshold=max_cat_threshold, min_data_per_group=min_data_per_group,
+            max_cat_to_onehot=max_cat_to_onehot)
         del self.loss                     # a ranker's loss is its ``objective``
         self.objective = objective
         self.sigma = sigma
@@ -371,8 +376,11 @@ class GreedyMiserRanker(_OneRealOutput, _GreedyMiserMixin, CostSensitiveRegresso
         -------
         self
         """
+        X_raw = X
+        X = self._encode_frame(X, reset=True)
         X, y, w, costs = self._fit_inputs(X, y, sample_weight)
         N, F = X.shape
+        categories = self._category_options(X_raw, F)
         X, labels, qg = self._grouped(X, y, group, checked=True)
         w = qg.take(w)
         rng = np.random.default_rng(self.random_state)
@@ -399,7 +407,8 @@ class GreedyMiserRanker(_OneRealOutput, _GreedyMiserMixin, CostSensitiveRegresso
                                         checked=False)
             val = (Xv, yv, qgv.offsets)
         target = RankTarget(labels, offsets)
-        data = BinnedData.from_X(X, self.max_bins, seed=int(rng.integers(2**31)))
+        data = BinnedData.from_X(X, self.max_bins, seed=int(rng.integers(2**31)),
+                                 categorical=None if categories is None else categories.is_cat)
         active = None
         if self.max_feature_cost is not None:
             active = costs.costs <= self.max_feature_cost
@@ -416,7 +425,7 @@ class GreedyMiserRanker(_OneRealOutput, _GreedyMiserMixin, CostSensitiveRegresso
                        min_samples_leaf=self.min_samples_leaf, l2_regularization=self.l2_regularization,
                        leaf_values=self.leaf_values, subsample=self.subsample, rng=rng, eval_set=validation,
                        n_iter_no_change=self.n_iter_no_change, split_criterion=self.split_criterion,
-                       progress=type(self).__name__ if self.verbose else None)
+                       progress=type(self).__name__ if self.verbose else None, categories=categories)
         self._costs = costs
         self.base_score_ = base.astype(np.float32)
         self.trees_ = result.rounds
@@ -470,7 +479,9 @@ class EarlyExitRanker(GreedyMiserRanker):
                  feature_groups=None, group_costs=None, feature_names=None, group_names=None,
                  tree_eval_cost=0.0, max_feature_cost=None, early_stopping=False, validation_fraction=0.1,
                  n_iter_no_change=10, random_state=None, verbose=1, sigma=1.0, truncation_level=30, eval_at=5,
-                 split_criterion="newton", exit_every=10, threshold=1.0, top_k=5, exit_rule="query"):
+                 split_criterion="newton", exit_every=10, threshold=1.0, top_k=5, exit_rule="query",
+                 categorical_features=None, cat_l2=10.0, cat_smooth=10.0, max_cat_threshold=32,
+                 min_data_per_group=100, max_cat_to_onehot=4):
         super().__init__(
             objective=objective, n_estimators=n_estimators, learning_rate=learning_rate, max_depth=max_depth,
             min_samples_leaf=min_samples_leaf, l2_regularization=l2_regularization, leaf_values=leaf_values,
@@ -480,7 +491,10 @@ class EarlyExitRanker(GreedyMiserRanker):
             max_feature_cost=max_feature_cost, early_stopping=early_stopping,
             validation_fraction=validation_fraction, n_iter_no_change=n_iter_no_change,
             random_state=random_state, verbose=verbose, sigma=sigma, truncation_level=truncation_level,
-            eval_at=eval_at, split_criterion=split_criterion)
+            eval_at=eval_at, split_criterion=split_criterion,
+            categorical_features=categorical_features, cat_l2=cat_l2, cat_smooth=cat_smooth,
+            max_cat_threshold=max_cat_threshold, min_data_per_group=min_data_per_group,
+            max_cat_to_onehot=max_cat_to_onehot)
         self.exit_every = exit_every
         self.threshold = threshold
         self.top_k = top_k

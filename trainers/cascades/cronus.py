@@ -31,6 +31,7 @@ from ... import ir
 from ...runtimes.reference import predict as ref_predict
 from ..base import CostSensitiveClassifier
 from ..boosting.booster import tree_outputs
+from ..boosting.greedy_miser import CategoricalInputs
 from ..boosting.tree_bank import bank_features, subset_bank, tiered_bank
 from ..common import class_weight_per_class, holdout_rows, no_predict_proba, progress_bar
 from ..trees.tree_ir import CostItems, Scorer, choose, place_threshold
@@ -66,7 +67,7 @@ def _candidates(name, value):
     return (value,)
 
 
-class _CascadeClassifier(CostSensitiveClassifier):
+class _CascadeClassifier(CategoricalInputs, CostSensitiveClassifier):
     """
     Parameters
     ----------
@@ -129,6 +130,10 @@ class _CascadeClassifier(CostSensitiveClassifier):
         "all" for CSCC, "none" for Cronus.  True / False mean "last" / "none".
     feature_costs, feature_groups, group_costs, feature_names, group_names
         As GreedyMiserClassifier.
+    categorical_features, cat_l2, cat_smooth, max_cat_threshold, min_data_per_group, max_cat_to_onehot
+        As GreedyMiserClassifier: the trees of a bank built here split
+        categorical features on category sets (a bank you pass is used as
+        it is).
     tree_eval_cost : float [0]
         e_t of each tree of a bank built here.
     random_state : int or None
@@ -178,7 +183,8 @@ class _CascadeClassifier(CostSensitiveClassifier):
                  n_estimators=300, max_depth=4, learning_rate=0.1, min_samples_leaf=20, max_bins=255,
                  bank_cost_tradeoff=1e-3, max_cycles=5, tol=1e-6, fine_tune=None, feature_costs=None,
                  feature_groups=None, group_costs=None, feature_names=None, group_names=None,
-                 tree_eval_cost=0.0, random_state=None, verbose=1):
+                 tree_eval_cost=0.0, random_state=None, verbose=1, categorical_features=None, cat_l2=10.0,
+                 cat_smooth=10.0, max_cat_threshold=32, min_data_per_group=100, max_cat_to_onehot=4):
         self.cost_tradeoff = cost_tradeoff
         self.n_stages = n_stages
         self.exit_fraction = exit_fraction
@@ -208,6 +214,12 @@ class _CascadeClassifier(CostSensitiveClassifier):
         self.tree_eval_cost = tree_eval_cost
         self.random_state = random_state
         self.verbose = verbose
+        self.categorical_features = categorical_features
+        self.cat_l2 = cat_l2
+        self.cat_smooth = cat_smooth
+        self.max_cat_threshold = max_cat_threshold
+        self.min_data_per_group = min_data_per_group
+        self.max_cat_to_onehot = max_cat_to_onehot
 
     # ------------------------------------------------------------ checks
     def _grid(self):
@@ -286,7 +298,7 @@ class _CascadeClassifier(CostSensitiveClassifier):
         key = hashlib.sha1(X.tobytes() + np.asarray(y_pm).tobytes() + repr(
             (b, self.tiers, self.n_estimators, self.max_depth, self.learning_rate, self.min_samples_leaf,
              self.max_bins, self.bank_cost_tradeoff, self.tree_eval_cost, self.random_state,
-             costs.to_dict())).encode()).hexdigest()
+             costs.to_dict())).encode() + self._categories_key()).hexdigest()
         cached = getattr(self, "_bank_cache", None)
         if cached is not None and cached[0] == key:
             return cached[1]
@@ -295,13 +307,30 @@ class _CascadeClassifier(CostSensitiveClassifier):
                            cost_tradeoff=self.bank_cost_tradeoff if b == "greedy_miser" else 0.0,
                            max_depth=self.max_depth, learning_rate=self.learning_rate,
                            min_samples_leaf=self.min_samples_leaf, max_bins=self.max_bins,
-                           tree_eval_cost=self.tree_eval_cost, random_state=self.random_state)
+                           tree_eval_cost=self.tree_eval_cost, random_state=self.random_state,
+                           categories=getattr(self, "_categories", None))
         self._bank_cache = (key, bank)
         return bank
 
+    def _categories_key(self) -> bytes:
+        """The categorical options of the bank, for the bank cache's key."""
+        cats = getattr(self, "_categories", None)
+        if cats is None:
+            return b""
+        return np.asarray(cats.is_cat).tobytes() + repr((cats.cat_l2, cats.cat_smooth, cats.max_cat_threshold,
+                                                        cats.min_data_per_group, cats.max_cat_to_onehot)).encode()
+
+    def _training_X_y(self, X, y):
+        """Validated training rows; a DataFrame's ``category`` columns become
+        codes, and ``_categories`` (the bank's CategoryOptions) is set."""
+        X_raw = X
+        X, y = self._validate_X_y(self._encode_frame(X, reset=True), y)
+        self._categories = self._category_options(X_raw, X.shape[1])
+        return X, y
+
     def _problem(self, X, y):
         """(Problem, bank, costs, H32) for training rows X, y."""
-        X, y = self._validate_X_y(X, y)
+        X, y = self._training_X_y(X, y)
         return self._problem_of(X, self._encode_labels(y, reset=True))
 
     def _problem_of(self, X, yi):
@@ -357,7 +386,7 @@ class _CascadeClassifier(CostSensitiveClassifier):
         if not (np.isfinite(self.selection_tolerance) and self.selection_tolerance >= 0):
             raise ValueError(f"selection_tolerance must be a number >= 0, got {self.selection_tolerance!r}")
         self._settings(*([None] + list(grid[0])))          # checks the other parameters before any work
-        X, y = self._validate_X_y(X, y)
+        X, y = self._training_X_y(X, y)
         yi = self._encode_labels(y, reset=True)
         validate = len(grid) > 1 or bool(self.early_stopping) or tune == "all"
         self.selection_ = []
