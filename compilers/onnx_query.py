@@ -130,26 +130,41 @@ def query_graph(g: Graph, model, tables, tree_op, X, budget, with_budget, with_u
         real = g.concat([rows_like(g, "X", True, np.bool_), g.const(np.array([False]))], 0)   # not the padding row
         cap = rows_like(g, X, T, np.int64)
 
-    # 2. the checkpoints
-    alive = real
-    for j in range(q.after.shape[0]):
-        a, k = int(q.after[j]), int(q.keep[j])
+    # 2. the checkpoints: every checkpoint's scores sorted at once (the sort
+    # does not depend on who is in), split into [1, N] rows; then who is in
+    # (``alive``, 0/1 int64 [1, N]), checkpoint by checkpoint
+    J = q.after.shape[0]
+    with g.scope("query/sort", root=True):
+        at = g.gather(vals, q.after.astype(np.int64), 0)                                     # [J, N] f32
+        wide = g.cast(at, F64)
+        perm = _sort_desc(g, _score_key(g, at, wide), axis=1)                                 # [J, N]
+        # inv[j, perm[j, p]] = p: each document's place in checkpoint j's order
+        places = g.op("Sub", g.cumsum(g.op("Add", g.op("Mul", perm, g.const(np.int64(0))), g.const(np.int64(1))),
+                                      1), g.const(np.int64(1)))
+        inv = g.op("ScatterElements", places, perm, places, axis=1)
+        finished = g.cast(g.op("GreaterOrEqual", g.unsqueeze(done_b, [0]),
+                               g.const(q.after.astype(np.int64)[:, None])), I64)
+        perm, inv, wide, finished = (_rows(g, x, J) for x in (perm, inv, wide, finished))
+        alive = g.unsqueeze(g.cast(real, I64), [0])                                          # [1, N]
+        cap = g.unsqueeze(cap, [0])
+    zero = g.const(np.int64(0))
+    for j in range(J):
+        a, k = int(q.after[j]), g.const(np.int64(q.keep[j]))
         with g.scope(f"query/cp{j}", root=True):
-            alive = g.op("And", alive, g.op("GreaterOrEqual", done_b, g.const(np.int64(a))))
-            s = g.op("Gather", vals, g.const(np.int64(a)), axis=0)                               # [N] f32
-            perm = _sort_desc(g, _score_key(g, s))
-            in_sorted = g.cast(g.op("Gather", alive, perm), I64)
-            upto = g.cumsum(in_sorted, 0)              # per sorted place: documents in, up to it
-            at_k = g.op("And", g.op("Equal", upto, g.const(np.int64(k))), g.cast(in_sorted, BOOL))
-            kth_doc = g.op("Gather", perm, g.op("ArgMax", g.cast(at_k, I32), axis=0, keepdims=0))
-            rank = g.op("ScatterElements", g.op("Mul", upto, g.const(np.int64(0))), perm, upto, axis=0)
-            drop = g.op("And", alive, g.op("Greater", rank, g.const(np.int64(k))))
+            alive = g.op("Mul", alive, finished[j])
+            # per document in: its rank among the documents in, from 1 (0 for one not in)
+            upto = g.cumsum(g.op("GatherElements", alive, perm[j], axis=1), 1)
+            rank = g.op("Mul", g.op("GatherElements", upto, inv[j], axis=1), alive)
+            drop = g.op("Greater", rank, k)
             if q.rule[j] != QX_CUTOFF:
-                kth = g.cast(g.op("Gather", s, kth_doc), F64)
-                near = g.op("GreaterOrEqual", g.op("Sub", kth, g.cast(s, F64)), g.const(np.float64(q.gap[j])))
+                at_k = g.cast(g.op("Equal", rank, k), I32)
+                kth = g.op("GatherElements", wide[j], g.op("ArgMax", at_k, axis=1, keepdims=1), axis=1)    # [1, 1]
+                near = g.op("GreaterOrEqual", g.op("Sub", kth, wide[j]), g.const(np.float64(q.gap[j])))
                 drop = g.op("And", drop, near)
             cap = g.where(drop, g.const(np.int64(a)), cap)
-            alive = g.op("And", alive, g.op("Not", drop))
+            alive = g.where(drop, zero, alive)
+    with g.scope("query/sort", root=True):
+        cap = g.squeeze(cap, [0])
 
     # 3. where each document stops, and what it has then
     with g.scope("query/stop", root=True):
@@ -180,18 +195,28 @@ def query_graph(g: Graph, model, tables, tree_op, X, budget, with_budget, with_u
     return outputs
 
 
-def _score_key(g: Graph, s):
-    """[N] float64 sort key of float32 scores ``s``: the score itself, -inf
-    just above the lowest float64 and NaN at -inf (last, as numpy sorts it)."""
-    wide = g.cast(s, F64)
+def _score_key(g: Graph, s, wide=None):
+    """float64 sort key of float32 scores ``s`` (``wide``: them as float64
+    already): the score itself, -inf just above the lowest float64 and NaN
+    at -inf (last, as numpy sorts it)."""
+    wide = g.cast(s, F64) if wide is None else wide
     low = g.where(g.op("Equal", wide, g.const(np.float64(-np.inf))), g.const(np.float64(-np.finfo(np.float64).max)),
                   wide)
     return g.where(g.op("IsNaN", s), g.const(np.float64(-np.inf)), low)
 
 
-def _sort_desc(g: Graph, key):
-    """[N] int64: positions of ``key`` [N] sorted highest first, equal keys by position (TopK's tie rule)."""
-    return g.op("TopK", key, g.op("Shape", key), axis=0, largest=1, sorted=1, n_out=2)[1]
+def _sort_desc(g: Graph, key, axis=0):
+    """int64 positions of ``key`` sorted along ``axis`` (the last), highest
+    first, equal keys by position (TopK's tie rule)."""
+    n = g.slice(g.op("Shape", key), axis, axis + 1, 0)
+    return g.op("TopK", key, n, axis=axis, largest=1, sorted=1, n_out=2)[1]
+
+
+def _rows(g: Graph, x, J):
+    """[J, N] -> J tensors [1, N]."""
+    if J == 1:
+        return [x]
+    return g.op("Split", x, axis=0, num_outputs=J, n_out=J)
 
 
 def _cost_before(g: Graph, costs: Costs, feat_slots, h):
