@@ -175,7 +175,7 @@ def query_graph(g: Graph, model, tables, tree_op, X, budget, with_budget, with_u
         stage_of = (np.searchsorted(ends, np.arange(T + 1), side="right") - 1).astype(np.int64)
         stage = g.op("Gather", g.const(stage_of), done)
         dropped = g.op("Less", cap, g.const(np.int64(T)))
-    scores = values.pick_steps(vals, done)                                                       # [N, 1]
+        scores = values.pick_steps(vals, done)                                                   # [N, 1]
     with g.scope("query/cost", root=True):
         cost = _cost_before(g, costs, feat_slots, h)
     used = None
@@ -189,9 +189,10 @@ def query_graph(g: Graph, model, tables, tree_op, X, budget, with_budget, with_u
         trees_key = g.where(real, g.cast(done, F64), g.const(np.float64(-1)))
         order = g.op("Gather", by_score, _sort_desc(g, g.op("Gather", trees_key, by_score)))
     outputs = finish(g, model, scores, (cost, stage, used), padded=True)
-    for src, name, elem in ((order, "order", I64), (done, "n_trees", I64), (dropped, "dropped", BOOL)):
-        g.slice(src, 0, -1, 0, out=name)
-        outputs.append(helper.make_tensor_value_info(name, elem, ["N"]))
+    with g.scope("out", root=True):
+        for src, name, elem in ((order, "order", I64), (done, "n_trees", I64), (dropped, "dropped", BOOL)):
+            g.slice(src, 0, -1, 0, out=name)        # without the padding row
+            outputs.append(helper.make_tensor_value_info(name, elem, ["N"]))
     return outputs
 
 

@@ -234,6 +234,11 @@ def test_the_graph_is_flat_and_per_row_graphs_are_unchanged():
     assert "TopK" in ops
     assert [(o.domain, o.version) for o in p.opset_import] == [("", 18), ("ai.onnx.ml", 3)]
     assert [o.name for o in p.graph.output][-3:] == ["order", "n_trees", "dropped"]
+    purposes = ("in/", "leaf/", "value/", "touch/", "pay/", "query/", "out/")    # tests/compilers/test_onnx_names.py
+    names = [n.name for n in p.graph.node]
+    assert all(n.startswith(purposes) for n in names), [n for n in names if not n.startswith(purposes)]
+    assert len(set(names)) == len(names)
+    assert {n.name.split("/")[0] for n in p.graph.node if n.op_type == "TopK"} == {"pay", "query"}
     meta = {x.key: x.value for x in p.metadata_props}
     assert json.loads(meta["skinflint.query"])["after"] == m.nodes[1].after.tolist()
     rows = ir.model(m.features, [m.nodes[0]], 0, groups=m.groups)
