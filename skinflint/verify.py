@@ -22,7 +22,9 @@ is checked by ``verify_ranking``: the rows are cut into random queries
 (sizes 1 to 1,000, with tied documents forced in), every runtime that can
 ``rank`` must give the reference's scores, order, per-document cost, stage,
 features used, trees done and drops bit for bit; a runtime that cannot rank
-is reported with its error (it fails).
+is reported with its error (it fails).  The default runtimes all rank:
+"onnx" (the query graph, one query per run: compilers/onnx_query.py), "c"
+and "c-lazy" (``<prefix>_rank_query``).
 """
 from __future__ import annotations
 
