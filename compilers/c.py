@@ -16,7 +16,9 @@ import numpy as np
 from ..ir import numerics
 from ..ir.codes import (
     C_DEFINES,
+    C_DEFINES_GAP,
     CATEGORY_RULES,
+    EXIT_GAP_GE,
     KIND_CASCADE,
     KIND_CTREE,
     KIND_KERNEL,
@@ -366,6 +368,8 @@ def render(model, prefix="model", *, tables=None, max_category_words=MAX_CATEGOR
     F, G = model.n_features, len(model.groups)
     T = int(t.tree_root.shape[0]) if KIND_TREES in kinds else 0
     top_f64 = bool(t.top_f64)
+    # the gap_ge exit's test and #define only where a stage uses it: every other file keeps its bytes
+    has_gap = t.top_kind == KIND_CASCADE and bool(np.any(t.ctl_rule == EXIT_GAP_GE))
     score_t = "double" if top_f64 else "float"
     tables = {name: (_c_floats(v) if v.dtype == np.float32 else _c_doubles(v) if v.dtype == np.float64
                      else _c_ints(v))
@@ -404,7 +408,8 @@ def render(model, prefix="model", *, tables=None, max_category_words=MAX_CATEGOR
         has_trees=KIND_TREES in kinds, has_linear=KIND_LINEAR in kinds,
         has_kernel=KIND_KERNEL in kinds, is_control=t.top_kind >= KIND_CASCADE,
         top_is_cascade=t.top_kind == KIND_CASCADE, top_is_ctree=t.top_kind == KIND_CTREE,
-        n_ctl=int(t.ctl_scorer.shape[0]), codes=C_DEFINES, needs_exp=KIND_KERNEL in kinds or P > 0, t=tables,
+        n_ctl=int(t.ctl_scorer.shape[0]), codes=C_DEFINES + (C_DEFINES_GAP if has_gap else []), has_gap=has_gap,
+        needs_exp=KIND_KERNEL in kinds or P > 0, t=tables,
         # the scoring kinds present, in code order: the evaluator's dispatch tests only these
         scoring_kinds=[k for k, c in (("trees", KIND_TREES), ("linear", KIND_LINEAR), ("kernel", KIND_KERNEL))
                        if c in kinds],

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 from onnx import TensorProto
 
-from ..ir.codes import EXIT_ABS_GE, EXIT_GE, EXIT_LE, KIND_ANYTIME, KIND_CASCADE, KIND_CTREE
+from ..ir.codes import EXIT_ABS_GE, EXIT_GAP_GE, EXIT_GE, EXIT_LE, KIND_ANYTIME, KIND_CASCADE, KIND_CTREE
 from .onnx_graph import rows_like
 from .onnx_values import Part, Setup, Values
 
@@ -31,6 +31,25 @@ class Routing(Part):
         with self.g.scope(f"route/node{c}", root=True):
             return self.g.squeeze(self.g.gather(v, [int(t.ctl_output[c])], 1), [1])
 
+    def gap_exits(self, c, thr):
+        """[N] bool: rule ``gap_ge`` at control checkpoint c (docs/ir.md): the
+        largest margin of the scorer's vector minus the second largest, one
+        float32 ``Sub`` (0 where the two are equal, so two infinities tie), is
+        >= thr; never on a row with a NaN margin.  TopK only selects values,
+        so the two are the exact margins (the padding row keeps its batch
+        non-empty)."""
+        g = self.g
+        v = self.values.value(int(self.t.ctl_scorer[c]))
+        with g.scope(f"route/gap{c}", root=True):
+            top, _ = g.op("TopK", v, g.const([2], np.int64), axis=1, largest=1, sorted=1, n_out=2)
+            m1 = g.squeeze(g.slice(top, 0, 1, 1), [1])
+            m2 = g.squeeze(g.slice(top, 1, 2, 1), [1])
+            gap = g.where(g.op("Equal", m1, m2), g.const(np.float32(0)), g.op("Sub", m1, m2))
+            has_nan = g.op("ReduceMax", g.cast(g.op("IsNaN", v), TensorProto.INT32), g.const([1], np.int64),
+                           keepdims=0)
+            return g.op("And", g.op("GreaterOrEqual", gap, g.const(thr)),
+                        g.op("Equal", has_nan, g.const(np.int32(0))))
+
     def active_regions(self):
         """[N, C] bool: rows whose route reaches each control checkpoint."""
         g, t = self.g, self.t
@@ -41,7 +60,13 @@ class Routing(Part):
         act[0] = true
         if t.top_kind == KIND_CASCADE:
             for i in range(C - 1):
-                m, thr, rule = self.margin(i), t.ctl_threshold[i], t.ctl_rule[i]
+                thr, rule = t.ctl_threshold[i], t.ctl_rule[i]
+                if rule == EXIT_GAP_GE:       # reads the whole vector, not one margin
+                    ex = self.gap_exits(i, thr)
+                    with g.scope(f"route/exit{i}", root=True):
+                        act[i + 1] = g.op("And", act[i], g.op("Not", ex))
+                    continue
+                m = self.margin(i)
                 with g.scope(f"route/exit{i}", root=True):
                     if rule == EXIT_LE:
                         ex = g.op("LessOrEqual", m, g.const(thr))

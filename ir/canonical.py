@@ -10,19 +10,22 @@ import hashlib
 import json
 from typing import TYPE_CHECKING
 
-from .codes import FORMAT, FORMAT_VERSION_CATEGORICAL, FORMAT_VERSION_FLOAT64, FORMAT_VERSION_QUERY
+from .codes import FORMAT, FORMAT_VERSION_CATEGORICAL, FORMAT_VERSION_FLOAT64, FORMAT_VERSION_GAP, FORMAT_VERSION_QUERY
 from .codes import FORMAT_VERSION as VERSION
 from .errors import IRError
-from .nodes import QueryExitNode, TreesNode
+from .nodes import CascadeNode, QueryExitNode, TreesNode
 
 if TYPE_CHECKING:
     from .model import Model
 
 
 def nodes_version(nodes) -> int:
-    """The lowest format version that holds these nodes: 4 with a category-set
-    split, 3 with a query-level exit, 2 with a float64 tree bank, else 1 (so
-    every model keeps the bytes it always had)."""
+    """The lowest format version that holds these nodes: 5 with a cascade
+    stage exiting by ``gap_ge``, 4 with a category-set split, 3 with a
+    query-level exit, 2 with a float64 tree bank, else 1 (so every model
+    keeps the bytes it always had)."""
+    if any(isinstance(n, CascadeNode) and n.has_gap_rule for n in nodes):
+        return FORMAT_VERSION_GAP
     if any(isinstance(n, TreesNode) and n.has_categories for n in nodes):
         return FORMAT_VERSION_CATEGORICAL
     if any(isinstance(n, QueryExitNode) for n in nodes):

@@ -21,7 +21,12 @@ FORMAT_VERSION_QUERY = 3
 # splits"): written only by a model with one, so every other model keeps its
 # version and bytes.
 FORMAT_VERSION_CATEGORICAL = 4
-FORMAT_VERSIONS = (FORMAT_VERSION, FORMAT_VERSION_FLOAT64, FORMAT_VERSION_QUERY, FORMAT_VERSION_CATEGORICAL)
+# Version 5 adds the cascade exit rule ``gap_ge`` (docs/ir.md, "cascade"):
+# written only by a model with a stage that uses it, so every other model
+# keeps its version and bytes.
+FORMAT_VERSION_GAP = 5
+FORMAT_VERSIONS = (FORMAT_VERSION, FORMAT_VERSION_FLOAT64, FORMAT_VERSION_QUERY, FORMAT_VERSION_CATEGORICAL,
+                   FORMAT_VERSION_GAP)
 
 # Precisions of a ``trees`` node: its leaf values, base score and sum.
 PRECISIONS = ("float32", "float64")
@@ -40,9 +45,12 @@ NODE_KIND_CODES = {"trees": KIND_TREES, "linear": KIND_LINEAR, "kernel": KIND_KE
 TERM_FEATURE, TERM_TREE, TERM_NODE = 0, 1, 2
 TERM_KINDS = {"feature": TERM_FEATURE, "tree": TERM_TREE, "node": TERM_NODE}
 
-# Cascade exit rules (a stage with EXIT_NONE never exits early).
-EXIT_NONE, EXIT_LE, EXIT_GE, EXIT_ABS_GE = 0, 1, 2, 3
-EXIT_RULES = {"none": EXIT_NONE, "le": EXIT_LE, "ge": EXIT_GE, "abs_ge": EXIT_ABS_GE}
+# Cascade exit rules (a stage with EXIT_NONE never exits early).  The first
+# four test one margin component; EXIT_GAP_GE tests the gap between the
+# largest and the second-largest component of the stage's vector (the
+# maximum-likelihood rule of multiclass Early Exit, docs/ir.md).
+EXIT_NONE, EXIT_LE, EXIT_GE, EXIT_ABS_GE, EXIT_GAP_GE = 0, 1, 2, 3, 4
+EXIT_RULES = {"none": EXIT_NONE, "le": EXIT_LE, "ge": EXIT_GE, "abs_ge": EXIT_ABS_GE, "gap_ge": EXIT_GAP_GE}
 
 # The rule of a query-level exit at one checkpoint (docs/ir.md): "proximity"
 # drops the documents past rank ``keep`` scoring at least ``gap`` below the
@@ -72,3 +80,6 @@ C_DEFINES = [("KIND_TREES", KIND_TREES), ("KIND_LINEAR", KIND_LINEAR), ("KIND_KE
              ("TERM_FEATURE", TERM_FEATURE), ("TERM_TREE", TERM_TREE), ("TERM_NODE", TERM_NODE),
              ("KERNEL_LINEAR", KERNEL_LINEAR), ("KERNEL_RBF", KERNEL_RBF), ("KERNEL_POLY", KERNEL_POLY),
              ("EXIT_LE", EXIT_LE), ("EXIT_GE", EXIT_GE), ("EXIT_ABS_GE", EXIT_ABS_GE)]
+# Defined in the generated C only when the model has a ``gap_ge`` stage, so
+# every other generated file keeps its bytes.
+C_DEFINES_GAP = [("EXIT_GAP_GE", EXIT_GAP_GE)]

@@ -11,10 +11,17 @@ import os
 
 from .arrays import scalar_cost, scalar_int
 from .canonical import file_version, model_hash, nodes_version, to_dict, to_json
-from .codes import FORMAT, FORMAT_VERSION_CATEGORICAL, FORMAT_VERSION_FLOAT64, FORMAT_VERSION_QUERY, FORMAT_VERSIONS
+from .codes import (
+    FORMAT,
+    FORMAT_VERSION_CATEGORICAL,
+    FORMAT_VERSION_FLOAT64,
+    FORMAT_VERSION_GAP,
+    FORMAT_VERSION_QUERY,
+    FORMAT_VERSIONS,
+)
 from .errors import IRError
 from .model import MAX_NODES, Feature, Group, Model, Task
-from .nodes import QueryExitNode, TreesNode, node_from_dict
+from .nodes import CascadeNode, QueryExitNode, TreesNode, node_from_dict
 
 __all__ = ["file_version", "from_dict", "from_json", "load", "model_hash", "nodes_version", "parse_json",
            "read_limited", "save", "to_dict", "to_json"]
@@ -83,6 +90,11 @@ def from_dict(d) -> Model:
             if isinstance(n, TreesNode) and n.has_categories:
                 raise IRError(f"nodes[{i}].category_rule: category-set splits need format version "
                               f"{FORMAT_VERSION_CATEGORICAL}; this file says version {version}")
+    if version < FORMAT_VERSION_GAP:
+        for i, n in enumerate(node_objs):
+            if isinstance(n, CascadeNode) and n.has_gap_rule:
+                raise IRError(f"nodes[{i}].stages: the gap_ge exit rule needs format version "
+                              f"{FORMAT_VERSION_GAP}; this file says version {version}")
     meta = d.get("metadata", {})
     if not isinstance(meta, dict):
         raise IRError("metadata: expected an object")

@@ -12,7 +12,7 @@ from .canonical import model_hash
 from .costs import reachable_units, static_cost
 from .errors import IRError
 from .inspect import inspect as inspect_model
-from .nodes import INPUT_TREE, LinearNode, QueryExitNode, TreesNode, is_control
+from .nodes import INPUT_TREE, CascadeNode, LinearNode, QueryExitNode, TreesNode, is_control
 
 TASK_KINDS = ("regression", "binary", "multiclass")
 TRANSFORMS = {"regression": ("identity",), "binary": ("logistic", "identity"),
@@ -261,6 +261,8 @@ def _check_edges_and_cycles(m: Model):
             outs = getattr(n, "output", None)
             if outs is not None and outs.size and outs.max() >= K:
                 raise IRError(f"nodes[{i}]: an exit/routing output index {outs.max()} is out of range [0, {K})")
+            if isinstance(n, CascadeNode) and n.has_gap_rule and K < 2:
+                raise IRError(f"nodes[{i}].stages: the gap_ge exit rule needs scorers at least 2 wide, got {K}")
         deps.append(d)
     # Kahn's algorithm: whatever is left with unmet dependencies lies on a cycle.
     indeg = [0] * N

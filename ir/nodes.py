@@ -53,6 +53,7 @@ from .codes import (  # noqa: F401 (re-exported)
     CAT_TRUNCATE_NONNEGATIVE,
     CATEGORY_RULES,
     EXIT_ABS_GE,
+    EXIT_GAP_GE,
     EXIT_GE,
     EXIT_LE,
     EXIT_NONE,
@@ -552,7 +553,11 @@ class CascadeNode:
     """Stages in order; stage s exits when ``margin[output[s]] <= threshold[s]``
     (rule ``le``), ``>= threshold[s]`` (``ge``), or when ``margin >= t`` or
     ``margin <= -t`` (``abs_ge``: confident either way); the last always exits.
-    The output is the exit stage's margin."""
+    Rule ``gap_ge`` (format version 5) reads the stage's whole vector: it
+    exits when the largest component minus the second largest, in float32,
+    is ``>= threshold[s]`` (0 when the two are equal; never when a component
+    is NaN); its ``output`` is 0 and its scorer at least 2 wide.  The
+    output is the exit stage's margin."""
 
     scorer: np.ndarray
     exit_rule: np.ndarray
@@ -576,12 +581,20 @@ class CascadeNode:
             rule.append(EXIT_RULES[r])
             thr.append(scalar_float(s.get("threshold", 0.0), f"{f}.threshold"))
             out.append(scalar_int(s.get("output", 0), f"{f}.output", low=0, high=MAX_OUTPUTS))
+            if rule[-1] == EXIT_GAP_GE and out[-1] != 0:
+                raise IRError(f"{f}.output: the gap_ge rule reads the whole vector; output must be 0, "
+                              f"got {out[-1]}")
         return cls(scorer=frozen(np.array(scorer, np.int32)), exit_rule=frozen(np.array(rule, np.int8)),
                    threshold=float32_array(thr, f"{field}.stages[].threshold"),
                    output=frozen(np.array(out, np.int32)), name=_name(d, field))
 
     def children(self):
         return self.scorer.tolist()
+
+    @property
+    def has_gap_rule(self) -> bool:
+        """Some stage exits by ``gap_ge`` (format version 5)."""
+        return bool(np.any(self.exit_rule == EXIT_GAP_GE))
 
     def to_dict(self):
         return {"kind": self.kind, "name": self.name, "stages": [

@@ -102,11 +102,17 @@ def _kernel(rng, F, K, scale=1.0):
     return kernel(sv, alpha, feats, bias=bias, sv_cost=sv_cost, **node)
 
 
-def random_model(seed, kinds=ALL_KINDS, n_features=None):
+def random_model(seed, kinds=ALL_KINDS, n_features=None, gap_exits=False):
     """A random valid Model whose output node is one of ``kinds``.  Half of
     the seeds get costs scaled by 0.1, which float64 cannot add exactly in
     every order, so backends must follow the acquisition order; the others
-    keep dyadic costs, whose sums are exact in any order."""
+    keep dyadic costs, whose sums are exact in any order.
+
+    ``gap_exits``: a cascade with scorers at least 2 wide turns about half
+    of its stages into ``gap_ge`` exits (format version 5; output 0, the
+    threshold's magnitude), drawn from a generator of their own: the model
+    is otherwise the one the seed always gave, and without the flag every
+    seed's model is unchanged."""
     rng = np.random.default_rng(seed)
     scale = 0.1 if np.random.default_rng([seed, 1]).random() < 0.5 else 1.0
     F = int(n_features or rng.integers(1, 7))
@@ -136,8 +142,11 @@ def random_model(seed, kinds=ALL_KINDS, n_features=None):
     elif top == "cascade":
         stages = [scorer() for _ in range(int(rng.integers(1, 4)))]
         rules = ["le", "ge", "abs_ge", "none"]
-        pool.append(("cascade", cascade([(s, rules[rng.integers(4)], float(_value(rng)), int(rng.integers(K)))
-                                         for s in stages])))
+        spec = [(s, rules[rng.integers(4)], float(_value(rng)), int(rng.integers(K))) for s in stages]
+        if gap_exits and K >= 2:
+            sub = np.random.default_rng([seed, 5])
+            spec = [(s, "gap_ge", abs(t), 0) if sub.random() < 0.5 else (s, r, t, o) for s, r, t, o in spec]
+        pool.append(("cascade", cascade(spec)))
         out = len(pool) - 1
     elif top == "anytime":
         cps = [scorer() for _ in range(int(rng.integers(1, 4)))]

@@ -24,6 +24,7 @@ from numba import njit, prange
 
 from ..ir.codes import (
     EXIT_ABS_GE,
+    EXIT_GAP_GE,
     EXIT_GE,
     EXIT_LE,
     KERNEL_LINEAR,
@@ -143,6 +144,34 @@ def _kernel_value(T, X, row, q, s):
     for _ in range(T.k_degree[q]):
         v = v * b
     return v
+
+
+NEG_INF = np.float32(-np.inf)
+
+
+@_kernel()
+def _gap_exits(v, o, K, t):
+    """Rule ``gap_ge`` (docs/ir.md): the largest of v[o:o+K] minus the second
+    largest, one float32 subtraction (0 when the two are equal, so two
+    infinities tie), is >= t; never when a component is NaN.  Kept out of
+    line: the other rules' test in ``_row`` stays what it was."""
+    m1 = v[o]
+    m2 = NEG_INF
+    nan = m1 != m1
+    for k in range(1, K):
+        x = v[o + k]
+        if x != x:
+            nan = True
+        elif x > m1:
+            m2 = m1
+            m1 = x
+        elif x > m2:
+            m2 = x
+    if nan:
+        return False
+    if m1 == m2:
+        return ZERO >= t
+    return m1 - m2 >= t
 
 
 @_kernel()
@@ -282,6 +311,8 @@ def _row(T, X, row, tag, budget, fstamp, gstamp, tstamp, tleaf, nstamp, accbuf, 
                 t = T.ctl_threshold[i]
                 if (r == EXIT_LE and margin <= t) or (r == EXIT_GE and margin >= t) or (
                         r == EXIT_ABS_GE and (margin >= t or margin <= -t)):
+                    break
+                if r == EXIT_GAP_GE and _gap_exits(accbuf, T.node_acc[n], T.node_width[n], t):
                     break
             i += 1
     if last < 0:

@@ -92,7 +92,8 @@ def test_unknown_kind_version_and_missing_parts():
     d["nodes"][0]["kind"] = "forest"
     expect(d, "nodes[0].kind", "unknown node kind")
     d = base()
-    d["version"] = 5          # 2: float64 banks (issue 19); 3: query-level exits (27); 4: category sets (34)
+    d["version"] = 6          # 2: float64 banks (issue 19); 3: query-level exits (27); 4: category sets (34);
+    #                           5: the gap_ge cascade exit (28)
     expect(d, "version", "unknown version")
     d = base()
     d["version"] = "1"
