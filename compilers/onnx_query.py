@@ -121,8 +121,17 @@ def query_graph(g: Graph, model, tables, tree_op, X, budget, with_budget, with_u
         raise ValueError(f"query graph: expected one checkpoint per tree of the bank ({T}), got {cp_end.shape[0]}")
 
     # 1. budget alone: halting slot, trees done, running scores
-    feat_slots = costs.feature_slots(None)
-    h_b, _ = costs.halt(feat_slots, None, with_budget)
+    lazy = costs.lazy(None, with_budget)
+    if lazy:
+        # as the per-row graph: rows within their budget need no first-touch
+        # search (their union of path features says what they pay); the
+        # leaf starts stay decoded for every row, so the dropped rows'
+        # search below gathers them instead of running the trees again
+        values.touch_votes = costs.touch_votes() if setup.op == "TreeEnsembleRegressor" else None
+        h_b, lazy_cost, lazy_used = costs.halt_lazy(with_budget, True)
+    else:
+        feat_slots = costs.feature_slots(None)
+        h_b, _ = costs.halt(feat_slots, None, with_budget)
     vals = values.checkpoint_values()                       # [T + 1, N] (Values.tree_major)
     with g.scope("query/budget", root=True):
         done_at = np.searchsorted(cp_end, np.arange(int(never) + 1), side="right").astype(np.int64)
@@ -176,12 +185,29 @@ def query_graph(g: Graph, model, tables, tree_op, X, budget, with_budget, with_u
         stage = g.op("Gather", g.const(stage_of), done)
         dropped = g.op("Less", cap, g.const(np.int64(T)))
         scores = values.pick_steps(vals, done)                                                   # [N, 1]
-    with g.scope("query/cost", root=True):
-        cost = _cost_before(g, costs, feat_slots, h)
-    used = None
-    if with_used:
-        with g.scope("touch/features_used", root=True):
-            used = g.op("Less", feat_slots, g.unsqueeze(h, [1]))
+    if lazy:
+        # only the dropped documents (and the padding row: never an empty
+        # subset) stop before their budget's halt: search their first touches
+        with g.scope("query/dropped", root=True):
+            rows = g.op("Reshape", g.op("NonZero", g.op("Or", dropped, g.op("Not", real))),
+                        g.const([-1, 1], np.int64))                                              # [M, 1]
+            sub = costs.on_rows(rows)
+        with g.scope("query/dropped", root=True):
+            slots = sub.feature_slots(None)
+            h_sub = g.op("GatherND", h, rows)
+        with g.scope("query/cost", root=True):
+            cost = g.op("ScatterND", lazy_cost, rows, _cost_before(g, sub, slots, h_sub))
+        used = None
+        if with_used:
+            with g.scope("touch/features_used", root=True):
+                used = g.op("ScatterND", lazy_used, rows, g.op("Less", slots, g.unsqueeze(h_sub, [1])))
+    else:
+        with g.scope("query/cost", root=True):
+            cost = _cost_before(g, costs, feat_slots, h)
+        used = None
+        if with_used:
+            with g.scope("touch/features_used", root=True):
+                used = g.op("Less", feat_slots, g.unsqueeze(h, [1]))
 
     # 4. the order: trees done, then score, then position; the padding row last
     with g.scope("query/order", root=True):
