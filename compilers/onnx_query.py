@@ -6,10 +6,12 @@ run, ``X`` its documents in position order, and what the reference's
 It is the per-row exact graph of the bank (onnx.exact_graph's parts:
 ``Values``, ``Costs``, ``Routing``) plus the exit rule in between:
 
-1. **Budget alone** (``Costs.halt``): each document's halting slot ``h_b``
-   and the trees it completes within its budget, ``done_b``; the bank's
-   running scores ``P`` [T + 1, N] (``Values.checkpoint_values``, summed in
-   bank order as the reference sums them).
+1. **Budget alone** (``Costs.halt_lazy`` when the costs add exactly in any
+   order, as in the per-row graph: the first-touch search only for the rows
+   over their budget; else ``Costs.halt`` over every row): each document's
+   halting slot ``h_b`` and the trees it completes within its budget,
+   ``done_b``; the bank's running scores ``P`` [T + 1, N]
+   (``Values.checkpoint_values``, summed in bank order as the reference).
 2. **Checkpoints, unrolled** (``query/cp<j>``): the documents still in
    (``alive``: not dropped, and ``done_b >= after[j]``: their budget let them
    finish the checkpoint's trees) are ranked by ``P[after[j]]`` with one
@@ -27,6 +29,9 @@ It is the per-row exact graph of the bank (onnx.exact_graph's parts:
    ``min(h_b, cap)``, and everything after is the per-row graph's: the
    trees done, the stage, the score (``P`` at the trees done), the cost (the
    paid units before the slot, in acquisition order), the features used.
+   On the lazy path only the dropped documents' first touches are searched
+   (``Costs.on_rows``: a subset gathered and scattered back, the padding row
+   always in it); the others keep the lazy halt's cost and features.
 4. **The order**: documents by trees done (more first), then score, then
    position (two ``TopK``, as the reference's two stable sorts).
 
