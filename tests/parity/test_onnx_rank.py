@@ -292,3 +292,29 @@ def test_onnxruntime_1_16_ranks_bit_for_bit(tmp_path):
         for name in FIELDS:
             a, b = np.asarray(getattr(ref, name)), got[name]
             assert a.dtype == b.dtype and np.array_equal(a.view(np.uint8), b.view(np.uint8)), (f, name)
+
+
+@pytest.mark.parametrize("which", ["lazy", "inexact"])
+def test_no_op_sees_an_empty_batch(which):
+    """onnxruntime 1.16-1.30 dies with SIGFPE on TopK over an empty batch: every intermediate of the query
+    graph (the checkpoints' sorts, the subset of dropped documents included) is non-empty for zero documents
+    and for one document whose budget never binds (tests/parity/test_onnx.py checks the per-row graphs)."""
+    import onnxruntime as ort
+
+    from tests.parity.test_onnx import _shape_tensors, _with_every_tensor_as_output
+    m = random_bank_model(8) if which == "lazy" else inexact_costs(random_bank_model(8))
+    proto = compile_onnx(m)
+    sess = ort.InferenceSession(_with_every_tensor_as_output(proto).SerializeToString(),
+                                providers=["CPUExecutionProvider"])
+    finals, shapes = {o.name for o in proto.graph.output}, _shape_tensors(proto)
+    X1 = grid_rows(1, m.n_features, 0)
+    for X in (X1[:0], X1):
+        got = sess.run(None, {"X": X, "budget": np.full(len(X), np.inf)})
+        seen = 0
+        for o, v in zip(sess.get_outputs(), got, strict=True):
+            if o.name in finals:
+                assert v.shape[0] == len(X), o.name
+            elif not o.name.startswith("out/") and o.name not in shapes:      # out/: the final slices
+                assert v.size > 0, (o.name, v.shape)
+                seen += o.name.startswith("query/")
+        assert seen > 20
