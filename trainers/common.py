@@ -5,6 +5,8 @@
   count, and node-sized products gain nothing from threads anyway.
 * ``holdout_rows``: the seeded hold-out split of the trainers that carve a
   validation set out of the training rows.
+* ``positive_grid``: a parameter that is a positive number or a grid of them
+  (chosen on validation rows), checked once with one message.
 * ``class_weight_per_class``: scikit-learn's ``class_weight`` (None,
   ``"balanced"`` or a dict keyed by class *label*), resolved once for every
   trainer that takes it.
@@ -58,6 +60,16 @@ def holdout_rows(n, fraction, rng):
     perm = rng.permutation(n)
     n_val = max(1, int(fraction * n))
     return perm[n_val:], perm[:n_val]
+
+
+def positive_grid(value, name):
+    """``value``, a positive number or a non-empty sequence of them, as a 1-d
+    float64 array: one value is the parameter, several a grid to choose from
+    on validation rows.  ``name`` is the parameter's, for the error."""
+    grid = np.atleast_1d(np.asarray(value, np.float64))
+    if grid.ndim != 1 or grid.size == 0 or not np.all(np.isfinite(grid) & (grid > 0)):
+        raise ValueError(f"{name} must be a positive number or a non-empty sequence of them, got {value!r}")
+    return grid
 
 
 def class_weight_per_class(class_weight, classes, idx):

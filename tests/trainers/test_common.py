@@ -6,7 +6,7 @@ import pytest
 
 from skinflint.ir import FeatureCosts
 from skinflint.trainers import AFRClassifier, CronusClassifier, CSCCClassifier, KernelSVMClassifier, LinearSVMClassifier
-from skinflint.trainers.common import class_weight_per_class, holdout_rows
+from skinflint.trainers.common import class_weight_per_class, holdout_rows, positive_grid
 
 
 def test_class_weight_per_class_by_label():
@@ -32,6 +32,19 @@ def test_holdout_rows_is_a_seeded_partition():
     np.testing.assert_array_equal(val, val2)
     with pytest.raises(ValueError, match="validation_fraction"):
         holdout_rows(50, 1.0, 0)
+
+
+def test_positive_grid_takes_a_number_or_a_sequence_and_refuses_the_rest():
+    np.testing.assert_array_equal(positive_grid(2, "C"), [2.0])
+    np.testing.assert_array_equal(positive_grid((0.1, 1, 10), "C"), [0.1, 1.0, 10.0])
+    for bad in (0, -1.0, [], [1.0, np.inf], [[1.0]], np.nan):
+        with pytest.raises(ValueError, match="C must be a positive number or a non-empty sequence"):
+            positive_grid(bad, "C")
+    # the trainers that take a grid of C refuse the same values with the same message
+    X, y = _string_labelled()
+    for est in (LinearSVMClassifier(C=[1.0, 0.0], verbose=0), KernelSVMClassifier(C=[], verbose=0)):
+        with pytest.raises(ValueError, match="C must be a positive number"):
+            est.fit(X, y)
 
 
 def _string_labelled(seed=0, n=160):

@@ -26,7 +26,7 @@ from sklearn.frozen import FrozenEstimator
 
 from ... import ir
 from ..base import CostSensitiveClassifier
-from ..common import class_weight_per_class, holdout_rows, no_predict_proba, progress_bar
+from ..common import class_weight_per_class, holdout_rows, no_predict_proba, positive_grid, progress_bar
 from .kernel_math import kernel_matrix
 from .smo import fit_binary
 
@@ -211,10 +211,8 @@ class KernelSVMClassifier(KernelEstimator):
         self._costs = self._cost_spec(X.shape[1])
         self.features_, self.shift_, self.scale_ = standardizer(X, self.standardize)
         Xs = transform(X, self.features_, self.shift_, self.scale_)
-        Cs = np.atleast_1d(np.asarray(self.C, np.float64))
+        Cs = positive_grid(self.C, "C")
         gs = [None] if self.gamma is None else list(np.atleast_1d(self.gamma))
-        if Cs.ndim != 1 or Cs.size == 0 or not np.all(np.isfinite(Cs) & (Cs > 0)):
-            raise ValueError(f"C must be a positive number or a non-empty sequence of them, got {self.C!r}")
         grid = [(float(c), resolve_gamma(g, Xs.shape[1])) for c in Cs for g in gs]
         if len(grid) > 1:
             if eval_set is not None:

@@ -37,10 +37,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ... import ir
 from .. import linalg
-from ..base import CostSensitiveClassifier
-from ..common import class_weight_per_class, no_predict_proba, progress_bar, single_thread
+from ..common import class_weight_per_class, no_predict_proba, positive_grid, progress_bar, single_thread
+from .linear_estimator import LinearEstimator, standardized
 
 
 @dataclass
@@ -240,7 +239,7 @@ def afr_gradients(sol: SVMSolution, Phi_T, y_T, mu_T, Phi_V, y_V, mu_V, C, a=5.0
 
 
 # ---------------------------------------------------------------- estimator
-class LinearSVMClassifier(CostSensitiveClassifier):
+class LinearSVMClassifier(LinearEstimator):
     """Linear L2-SVM on the raw features (the AFR paper's "SVM linear kernel"
     baseline, Figs. 3-4; thesis Figs. 2.8-2.9), exported as one ``linear``
     IR node.  Every feature with a non-zero weight is paid for.
@@ -288,7 +287,8 @@ class LinearSVMClassifier(CostSensitiveClassifier):
         self.group_names = group_names
         self.random_state = random_state
 
-    _allow_missing = False       # a linear model cannot skip a missing value
+    _node_name = "linear_svm"
+    _transforms = ("identity", "identity")
 
     predict_proba = no_predict_proba("linear SVM margins are not probabilities; use decision_function")
 
@@ -305,9 +305,7 @@ class LinearSVMClassifier(CostSensitiveClassifier):
         X, y = self._validate_X_y(X, y)
         idx = self._encode_labels(y)
         self._costs = self._cost_spec(X.shape[1])
-        grid = np.atleast_1d(np.asarray(self.C, np.float64))
-        if grid.ndim != 1 or grid.size == 0 or not np.all(np.isfinite(grid) & (grid > 0)):
-            raise ValueError(f"C must be a positive number or a non-empty sequence of them, got {self.C!r}")
+        grid = positive_grid(self.C, "C")
         if grid.size > 1:
             if eval_set is not None:
                 Xs, ys = X, idx
@@ -336,11 +334,7 @@ class LinearSVMClassifier(CostSensitiveClassifier):
         return self._set_model(self.to_ir())
 
     def _fit_weights(self, X, idx, C):
-        X64 = X.astype(np.float64)
-        mean = X64.mean(axis=0) if self.standardize else np.zeros(X.shape[1])
-        std = X64.std(axis=0) if self.standardize else np.ones(X.shape[1])
-        scale = np.where(std > 0, 1.0 / np.where(std > 0, std, 1.0), 0.0)
-        Z = (X64 - mean) * scale
+        Z, mean, scale = standardized(X, self.standardize)
         K = len(self.classes_)
         cols = [1] if K == 2 else range(K)
         W, B = np.zeros((X.shape[1], len(cols))), np.zeros(len(cols))
@@ -354,17 +348,5 @@ class LinearSVMClassifier(CostSensitiveClassifier):
             B[j] = sol.b - linalg.dot(sol.w, mean * scale)
         self.coef_, self.intercept_, self._fitted_C = W.T, B, float(C)
 
-    def to_ir(self) -> ir.Model:
-        """One ``linear`` node over the features with a non-zero float32
-        weight: margin = b + sum_f w_f x_f (binary) or one column per class."""
-        check = getattr(self, "coef_", None)
-        if check is None:
-            raise RuntimeError("this LinearSVMClassifier is not fitted yet; call fit first")
-        W = self.coef_.T.astype(np.float32)
-        live = np.flatnonzero(np.any(W != 0, axis=1))
-        node = ir.linear([int(f) for f in live], W[live].astype(np.float64),
-                         self.intercept_.astype(np.float32).astype(np.float64), name="linear_svm")
-        classes = self._ir_classes()
-        task = (ir.binary_task(classes, "identity") if len(classes) == 2
-                else ir.multiclass_task(classes, "identity"))
-        return self._ir_model([node], 0, task, self._costs, C=self._fitted_C)
+    def _ir_metadata(self):
+        return {"C": self._fitted_C}

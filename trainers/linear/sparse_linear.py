@@ -23,11 +23,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ... import ir
 from .. import linalg
-from ..base import CostSensitiveClassifier
 from ..common import progress_bar
 from ._l1_logistic import l1_logistic_cdn
+from .linear_estimator import LinearEstimator, standardized
 
 _TOL = 1e-4     # stop at 1e-4 of the first sweep's largest violation (scikit-learn's liblinear default)
 
@@ -48,7 +47,7 @@ def penalty_weights(costs) -> np.ndarray:
     return np.where(c > 0, c, 1e-3 * pos.mean())
 
 
-class SparseLinearClassifier(CostSensitiveClassifier):
+class SparseLinearClassifier(LinearEstimator):
     """Cost-weighted ℓ1 logistic regression, one ``linear`` IR node.
 
     Parameters
@@ -98,7 +97,8 @@ class SparseLinearClassifier(CostSensitiveClassifier):
         self.group_names = group_names
         self.random_state = random_state
 
-    _allow_missing = False     # a linear model reads every feature it kept
+    _node_name = "sparse_linear"
+    _transforms = ("logistic", "softmax")
 
     def fit(self, X, y, eval_set=None):
         """Fit on X [N, F] (no missing values) and labels y.  ``eval_set``
@@ -108,12 +108,9 @@ class SparseLinearClassifier(CostSensitiveClassifier):
             raise ValueError(f"C must be a positive number, got {self.C!r}")
         idx = self._encode_labels(y)
         self._costs = self._cost_spec(X.shape[1])
-        X64 = X.astype(np.float64)
-        mean = X64.mean(0) if self.standardize else np.zeros(X.shape[1])
-        std = X64.std(0) if self.standardize else np.ones(X.shape[1])
-        inv = np.where(std > 0, 1.0 / np.where(std > 0, std, 1.0), 0.0)
+        Z, mean, inv = standardized(X, self.standardize)
         c = penalty_weights(self._costs) if self.cost_weighted else np.ones(X.shape[1])
-        Z = (X64 - mean) * inv / c
+        Z = Z / c
         K = len(self.classes_)
         targets = [idx] if K == 2 else [(idx == k).astype(np.int64) for k in range(K)]   # one-vs-rest
         W, b = np.zeros((len(targets), X.shape[1])), np.zeros(len(targets))
@@ -135,16 +132,5 @@ class SparseLinearClassifier(CostSensitiveClassifier):
         self.n_features_used_ = int(np.any(W.astype(np.float32) != 0, axis=0).sum())
         return self._set_model(self.to_ir())
 
-    def to_ir(self) -> ir.Model:
-        """One ``linear`` node over the features with a non-zero float32
-        weight; binary: logistic output, multiclass: softmax."""
-        if getattr(self, "coef_", None) is None:
-            raise RuntimeError("this SparseLinearClassifier is not fitted yet; call fit first")
-        W = self.coef_.T.astype(np.float32)
-        live = np.flatnonzero(np.any(W != 0, axis=1))
-        node = ir.linear([int(f) for f in live], W[live].astype(np.float64),
-                         self.intercept_.astype(np.float32).astype(np.float64), name="sparse_linear")
-        classes = self._ir_classes()
-        task = (ir.binary_task(classes, "logistic") if len(classes) == 2
-                else ir.multiclass_task(classes, "softmax"))
-        return self._ir_model([node], 0, task, self._costs, n_features_used=self.n_features_used_)
+    def _ir_metadata(self):
+        return {"n_features_used": self.n_features_used_}
