@@ -38,29 +38,35 @@ import tempfile
 import numpy as np
 from common import timed  # benchmarks/common.py, beside this script
 
-HARNESS = r"""
+# the C timing harness: skinflint's three C entry points on the same rows (ns per row, CPU time),
+# and, in the comparison with tl2cgen, tl2cgen's predict on the same rows too
+_HARNESS_HEAD = r"""
 #define _POSIX_C_SOURCE 199309L
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 #include "sfm.h"
-union Entry { int missing; double fvalue; int qvalue; };
-void predict(union Entry* data, int pred_margin, double* result);
 /* CPU time of this process: a busy shared machine slows it far less than wall time */
 static double now(void) {
-    struct timespec t; clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t); return t.tv_sec + 1e-9 * t.tv_nsec;
+    struct timespec t;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    return t.tv_sec + 1e-9 * t.tv_nsec;
 }
 typedef struct { const float *row; } src;
 static float fetch(void *ctx, int32_t j) { return ((src *)ctx)->row[j]; }
+"""
+_TL2CGEN_DECLARATIONS = r"""
+union Entry { int missing; double fvalue; int qvalue; };
+void predict(union Entry* data, int pred_margin, double* result);
+"""
+_HARNESS_MAIN = r"""
 int main(int argc, char **argv) {
-    long n = atol(argv[2]), F = SFM_N_FEATURES, i, j, reps = atol(argv[3]), r;
+    long n = atol(argv[2]), F = SFM_N_FEATURES, i, reps = atol(argv[3]), r;
     float *X = malloc(sizeof(float) * n * F);
-    union Entry *e = malloc(sizeof(union Entry) * F);
     FILE *fh = fopen(argv[1], "rb");
+    sfm_result res, *outs = malloc(sizeof(sfm_result) * n); sfm_workspace ws; src s; double t0, chk = 0;
     if (fread(X, sizeof(float), n * F, fh) != (size_t)(n * F)) return 1;
     fclose(fh);
-    sfm_result res, *outs = malloc(sizeof(sfm_result) * n);
-    sfm_workspace ws; src s; double t0, chk = 0, out[1];
     t0 = now();
     for (r = 0; r < reps; ++r) for (i = 0; i < n; ++i) { sfm_predict(X + i * F, &res); chk += res.scores[0]; }
     printf("dense %.3f\n", (now() - t0) / (n * reps) * 1e9);
@@ -78,16 +84,33 @@ int main(int argc, char **argv) {
             chk += res.scores[0];
         }
     printf("lazy %.3f\n", (now() - t0) / (n * reps) * 1e9);
-    t0 = now();
-    for (r = 0; r < reps; ++r) for (i = 0; i < n; ++i) {
-        for (j = 0; j < F; ++j) e[j].fvalue = X[i * F + j];
-        predict(e, 1, out); chk += out[0];
+"""
+_TL2CGEN_TIMING = r"""
+    {
+        union Entry *e = malloc(sizeof(union Entry) * F);
+        double out[1];
+        long j;
+        t0 = now();
+        for (r = 0; r < reps; ++r) for (i = 0; i < n; ++i) {
+            for (j = 0; j < F; ++j) e[j].fvalue = X[i * F + j];
+            predict(e, 1, out); chk += out[0];
+        }
+        printf("tl2cgen %.3f\n", (now() - t0) / (n * reps) * 1e9);
     }
-    printf("tl2cgen %.3f\n", (now() - t0) / (n * reps) * 1e9);
+"""
+_HARNESS_TAIL = r"""
     fprintf(stderr, "checksum %g\n", chk);
     return 0;
 }
 """
+
+
+def c_harness(tl2cgen=False):
+    """The C timing harness (``argv``: rows file, row count, repetitions):
+    prints ``dense``, ``batch`` and ``lazy`` ns per row, and with ``tl2cgen``
+    also tl2cgen's ``predict`` on the same rows (linked from its own C)."""
+    return "".join([_HARNESS_HEAD, _TL2CGEN_DECLARATIONS if tl2cgen else "", _HARNESS_MAIN,
+                    _TL2CGEN_TIMING if tl2cgen else "", _HARNESS_TAIL])
 
 
 def _cpu_timed(fn):
@@ -176,48 +199,6 @@ def bench_onnx(clf, model, X, cpu=False):
         print(f"    {name:<28} {batch}  single row {lat:7.1f} us ({lat / base_lat:5.2f}x)")
 
 
-SMALL_HARNESS = r"""
-#define _POSIX_C_SOURCE 199309L
-#include <stdio.h>
-#include <stdlib.h>
-#include <time.h>
-#include "sfm.h"
-/* CPU time of this process: a busy shared machine slows it far less than wall time */
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-    return t.tv_sec + 1e-9 * t.tv_nsec;
-}
-typedef struct { const float *row; } src;
-static float fetch(void *ctx, int32_t j) { return ((src *)ctx)->row[j]; }
-int main(int argc, char **argv) {
-    long n = atol(argv[2]), F = SFM_N_FEATURES, i, reps = atol(argv[3]), r;
-    float *X = malloc(sizeof(float) * n * F);
-    FILE *fh = fopen(argv[1], "rb");
-    sfm_result res, *outs = malloc(sizeof(sfm_result) * n); sfm_workspace ws; src s; double t0, chk = 0;
-    if (fread(X, sizeof(float), n * F, fh) != (size_t)(n * F)) return 1;
-    fclose(fh);
-    t0 = now();
-    for (r = 0; r < reps; ++r) for (i = 0; i < n; ++i) { sfm_predict(X + i * F, &res); chk += res.scores[0]; }
-    printf("dense %.3f\n", (now() - t0) / (n * reps) * 1e9);
-    t0 = now();
-    for (r = 0; r < reps; ++r) {
-        sfm_predict_batch(X, (int32_t)n, 0, outs);
-        for (i = 0; i < n; ++i) chk += outs[i].scores[0];
-    }
-    printf("batch %.3f\n", (now() - t0) / (n * reps) * 1e9);
-    t0 = now();
-    for (r = 0; r < reps; ++r)
-        for (i = 0; i < n; ++i) {
-            s.row = X + i * F;
-            sfm_predict_lazy(fetch, &s, 1e300, &ws, &res);
-            chk += res.scores[0];
-        }
-    printf("lazy %.3f\n", (now() - t0) / (n * reps) * 1e9);
-    fprintf(stderr, "checksum %g\n", chk);
-    return 0;
-}
-"""
 
 
 def synthetic_model(n_trees, n_features=50, depth=6, seed=0):
@@ -299,7 +280,7 @@ def compare_artifacts(old_dir, n_rows, rounds=6, only=None):
                 if only == "onnx":
                     break
                 with open(f"{work}/h.c", "w") as fh:
-                    fh.write(SMALL_HARNESS)
+                    fh.write(c_harness())
                 exes[tag] = f"{work}/bench_{tag}{T}"
                 subprocess.run(["gcc", *C_FLAGS, "-O2", f"-I{d}", "-o", exes[tag], f"{work}/h.c",
                                 os.path.join(d, "sfm.c")], check=True)
@@ -421,7 +402,7 @@ def bench_c(booster, model, X, T, n_rows):
         _, t_tlcc = timed(lambda: subprocess.run(["gcc", "-O2", "-c", "-o", f"{work}/tl.o",
                                                   f"{work}/tl/main.c"], check=True))
         with open(f"{work}/h.c", "w") as fh:
-            fh.write(HARNESS)
+            fh.write(c_harness(tl2cgen=True))
         subprocess.run(["gcc", "-O2", "-o", f"{work}/bench", f"{work}/h.c", f"{work}/sfm.o",
                         f"{work}/tl.o", "-lm", f"-I{work}"], check=True)
         X.tofile(f"{work}/X.bin")
