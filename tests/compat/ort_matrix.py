@@ -19,14 +19,22 @@ with the parity harness's own comparison (``skinflint.verify.compare``):
   NaN, +-inf; for category sets every code, negatives, non-integers, codes
   past the sets' words), then one row, then zero rows;
 * budgets: +inf (no budget binds: the case that crashed 1.16-1.30), at and
-  around each row's cost (``budgets_around``), and 0.
+  around each row's cost (``budgets_around``), and 0;
+* query-level graphs (issue 27, compilers/onnx_query.py: one query per run),
+  for each target: the proximity rule on the papers' gap schedule, rank
+  cutoffs with costs whose sums depend on their order, both rules mixed
+  over free trees, category sets, and scores that overflow to +-inf (the
+  gap test's inf - inf is NaN); queries of 1, 2, 5, 40 and 252 documents with copies (ties), each
+  under budgets +inf, around each document's cost and 0, and zero
+  documents.  Their rank outputs (scores, cost, stage, features used,
+  order, trees done, drops) must be the reference ``rank``'s bit for bit.
 
 Exact graphs must match bit for bit (outputs, scores, probabilities, cost,
 stage, features used); fast graphs' scores within the bound of
 docs/numerics.md.  A crash, a refusal of a graph the version must run, or a
 mismatch fails the run, naming the version and the case.
 
-    python -m tests.compat.ort_matrix [--versions 1.16.3,1.32.0] [--cache DIR] [--jobs 2]
+    python -m tests.compat.ort_matrix [--versions 1.16.3,1.32.0] [--cache DIR] [--jobs 2] [--only query]
 
 The cache (default ``$SKINFLINT_COMPAT_CACHE`` or ~/.cache/skinflint-compat)
 keeps wheels and installed folders between runs.
@@ -145,9 +153,102 @@ def build_cases(folder):
                 checks[f] = (model, X, predict(model, X, budget=b), mode, target)
                 files.append(f)
             cases.append({"graph": gname + ".onnx", "feeds": files, "target": target, "mode": mode})
+    query_cases(folder, cases, checks)
     with open(os.path.join(folder, "cases.json"), "w") as f:
         json.dump(cases, f)
     return cases, checks
+
+
+QUERY_SIZES = (1, 2, 5, 40, 252)
+RANK_FIELDS = ("scores", "cost", "stage", "features_used", "order", "n_trees", "dropped")
+
+
+def query_models():
+    """{name: (model with a query_exit, rows)}: the rules, cost paths and score extremes of the query graph
+    (module docstring); rows with every third one a copy of the one before, so scores tie."""
+    from skinflint import ir
+    from tests.parity.test_c_rank import categorical_query_model, integer_rows, stumps, zero_tree_costs
+    from tests.parity.test_onnx_rank import inexact_costs
+    from tests.ranking.test_query_exit import grid_rows, random_bank_model
+    n = sum(QUERY_SIZES)
+
+    def with_exit(m, **kw):
+        return ir.model(m.features, [m.nodes[0], ir.query_exit(0, m.nodes[1].after, **kw)], 1, groups=m.groups)
+
+    prox = random_bank_model(3, n_trees=16, checkpoints=[2, 5, 9, 13])
+    prox = with_exit(prox, keep=[5, 3, 3, 2], gap=ir.proximity_gaps(1.0, [2, 5, 9, 13], 16))
+    cut = inexact_costs(with_exit(random_bank_model(4, n_trees=16, checkpoints=[1, 4, 8, 15]), rule="cutoff",
+                                  keep=[120, 30, 6, 1]))
+    big = 3e38      # leaves whose sums overflow float32: +-inf scores, and NaN for inf - inf
+    inf_bank = stumps([(big, -big), (big, -big), (-big, big), (1.0, 0.0)], features=[0, 1, 2, 0],
+                      tree_cost=[1.0, 0.0, 1.0, 0.5])
+    infinite = ir.model(ir.features_from_costs([1.0, 2.0, 4.0]),
+                        [inf_bank, ir.query_exit(0, [1, 2, 3], rule=["proximity", "cutoff", "proximity"],
+                                                 keep=[6, 3, 2], gap=[0.0, 0.0, 1e30])], 1)
+    codes = np.array([[(c >> i) & 1 for i in range(3)] for c in range(8)], np.float32)
+    out = {"query_proximity": (prox, grid_rows(n, 6, 3)), "query_cutoff": (cut, grid_rows(n, 6, 4)),
+           "query_mixed_free_trees": (zero_tree_costs(random_bank_model(1)), grid_rows(n, 6, 1)),
+           "query_infinite": (infinite, codes[np.random.default_rng(0).integers(8, size=n)])}
+    cat = categorical_query_model(0)
+    out["query_categorical"] = (cat, integer_rows(n, cat.n_features, 0))
+    for _, X in out.values():
+        X[2::3] = X[1::3][:len(X[2::3])]
+    return out
+
+
+def query_cases(folder, cases, checks):
+    """Add the query-level graphs (one per model and target) and their feeds, one query per feed, with
+    the reference's ``Ranking`` of that query as the check."""
+    import onnx
+
+    from skinflint.compilers.onnx import compile_onnx
+    from skinflint.compilers.onnx_trees import TARGETS
+    from skinflint.runtimes.reference import rank
+    from skinflint.verify import budgets_around
+    for name, (model, X) in query_models().items():
+        full = rank(model, X, list(QUERY_SIZES))
+        budgets = {"inf": np.full(len(X), np.inf), "around": budgets_around(full.cost), "zero": np.zeros(len(X))}
+        feeds = {"no_rows": (X[:0], np.zeros(0), rank(model, X[:0], []))}
+        for bname, b in budgets.items():
+            a = 0
+            for q, size in enumerate(QUERY_SIZES):
+                sl = slice(a, a + size)
+                feeds[f"{bname}.q{q}"] = (X[sl], b[sl], rank(model, X[sl], [size], b[sl]))
+                a += size
+        for target in TARGETS:
+            # feeds named after the graph: the runner names each output after its feed
+            gname = f"{name}.{target}.query"
+            onnx.save(compile_onnx(model, target=target), os.path.join(folder, gname + ".onnx"))
+            files = []
+            for fname, (Xq, b, ref) in feeds.items():
+                f = f"{gname}.{fname}.npz"
+                np.savez(os.path.join(folder, f), X=Xq, budget=b)
+                checks[f] = (model, Xq, ref, "query", target)
+                files.append(f)
+            cases.append({"graph": gname + ".onnx", "feeds": files, "target": target, "mode": "query"})
+
+
+def judge_query(got, check):
+    """'' when a query graph's outputs are the reference ``rank``'s bit for bit, else what differs."""
+    from skinflint.runtimes.onnx import prediction_from_outputs
+    model, X, ref, _, _ = check
+    if not all(k in got for k in ("order", "n_trees", "dropped")):
+        return f"no rank outputs: {sorted(got)}"
+    p = prediction_from_outputs({"kind": model.task.kind, "classes": list(model.task.classes)}, got)
+    mine = {"scores": p.scores, "cost": p.cost, "stage": p.stage, "features_used": p.features_used,
+            "order": got["order"], "n_trees": got["n_trees"], "dropped": got["dropped"]}
+    wrong = []
+    for k in RANK_FIELDS:
+        a, b = np.asarray(getattr(ref, k)), mine[k]
+        if b is None or a.shape != np.shape(b) or a.dtype != np.asarray(b).dtype:
+            wrong.append(f"{k} {None if b is None else (np.shape(b), np.asarray(b).dtype)} != {a.shape, a.dtype}")
+        else:       # bit patterns: -0.0 and NaN included
+            diff = (a.view(np.uint8).reshape(len(a), -1) != np.ascontiguousarray(b).view(np.uint8).reshape(
+                len(a), -1)).any(1) if len(a) else np.zeros(0, bool)
+            if diff.any():
+                wrong.append(f"{k}: {int(diff.sum())} of {len(a)} documents differ (first "
+                             f"{np.flatnonzero(diff)[:3].tolist()})")
+    return "; ".join(wrong)
 
 
 def judge(feed, got, check):
@@ -155,6 +256,8 @@ def judge(feed, got, check):
     from skinflint.runtimes.onnx import prediction_from_outputs
     from skinflint.verify import compare
     model, X, ref, mode, _ = check
+    if mode == "query":
+        return judge_query(got, check)
     task = {"kind": model.task.kind, "classes": list(model.task.classes)}
     shapes = {k: v.shape[0] for k, v in got.items() if v.shape[0] != len(X)}
     if shapes:
@@ -222,6 +325,7 @@ def main(argv=None):
     ap.add_argument("--cache", default=os.environ.get("SKINFLINT_COMPAT_CACHE",
                                                       os.path.expanduser("~/.cache/skinflint-compat")))
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--only", help="run only the graphs whose name contains this (e.g. 'query', 'golden')")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
     versions = args.versions.split(",") if args.versions else registry_versions()
@@ -229,6 +333,10 @@ def main(argv=None):
     pip_target(os.path.join(args.cache, "deps"), *DEPS)
     with tempfile.TemporaryDirectory(prefix="skinflint-compat-") as d:
         cases, checks = build_cases(d)
+        if args.only:
+            cases = [c for c in cases if args.only in c["graph"]]
+            with open(os.path.join(d, "cases.json"), "w") as f:
+                json.dump(cases, f)
         print(f"{len(cases)} graphs, {len(checks)} feeds; onnxruntime {', '.join(versions)}", flush=True)
         with ThreadPoolExecutor(args.jobs) as pool:
             results = list(pool.map(lambda v: run_version(v, args.cache, d, cases, checks), versions))
