@@ -117,6 +117,7 @@ def query_graph(g: Graph, model, tables, tree_op, X, budget, with_budget, with_u
     """The outputs (value infos) of the query graph, emitted into ``g`` over
     the padded inputs ``X`` and ``budget`` (None without a budget input)."""
     tab, q = tables
+    _check_checkpoints(q)
     setup = Setup(model, tab, g, tree_op, X, budget if with_budget else None, small=False)
     values = Values(setup)
     costs = Costs(setup, values, None)
@@ -225,6 +226,22 @@ def query_graph(g: Graph, model, tables, tree_op, X, budget, with_budget, with_u
             g.slice(src, 0, -1, 0, out=name)        # without the padding row
             outputs.append(helper.make_tensor_value_info(name, elem, ["N"]))
     return outputs
+
+
+def _check_checkpoints(q):
+    """The IR's rule for a query_exit's checkpoints (ir/model.py; docs/ir.md), again here since
+    ``tables`` may come from the caller: at least one, ``after`` strictly increasing in [1, T - 1],
+    ``keep`` >= 1, one keep, rule and gap each.  The graph relies on it: a document dropped after the
+    last tree would stop "before tree T", which reads as not dropped."""
+    after, T = np.asarray(q.after, np.int64), int(q.n_trees)
+    J = after.shape[0]
+    if after.ndim != 1 or J == 0 or any(np.shape(a) != (J,) for a in (q.keep, q.rule, q.gap)):
+        raise ValueError(f"query graph: expected one or more checkpoints with one keep, rule and gap each, got "
+                         f"after {after.tolist()}")
+    if after[0] < 1 or after[-1] >= T or np.any(np.diff(after) <= 0) or np.any(np.asarray(q.keep) < 1):
+        raise ValueError(f"query graph: checkpoints after {after.tolist()} (keep {np.asarray(q.keep).tolist()}) "
+                         f"must be strictly increasing in [1, {T - 1}] with keep >= 1 (lower_query(model) gives "
+                         "valid tables)")
 
 
 def _score_key(g: Graph, s, wide=None):

@@ -318,3 +318,19 @@ def test_no_op_sees_an_empty_batch(which):
                 assert v.size > 0, (o.name, v.shape)
                 seen += o.name.startswith("query/")
         assert seen > 20
+
+
+@pytest.mark.parametrize("after", [[], [12], [3, 12], [0, 4], [5, 5], [7, 4]])
+def test_checkpoints_the_ir_forbids_are_refused_by_the_graph(after):
+    """Hand-made tables (compile_onnx's ``tables``) bypass the IR's checks: checkpoints must be strictly
+    increasing in [1, T - 1], at least one.  A checkpoint after the last tree would drop documents that the
+    graph then reports as survivors (``dropped`` is "stopped before tree T", ``stage`` J), and none at all
+    leaves the sorts nothing to sort; one clear error instead of a wrong or crashing graph."""
+    from skinflint.ir.lowering import lower_query
+    m = random_bank_model(3)       # 12 trees
+    tab, q = lower_query(m)
+    J = len(after)
+    bad = replace(q, after=np.array(after, np.int64), keep=np.full(J, 2, np.int64), rule=np.zeros(J, np.int32),
+                  gap=np.zeros(J))
+    with pytest.raises(ValueError, match="checkpoints"):
+        compile_onnx(m, tables=(tab, bad))
