@@ -17,7 +17,7 @@ JSON; also in ``<data>-hashes.txt``): training is bit-reproducible on any
 machine, BLAS kernel and thread count, so two runs with the same versions
 must print the same hashes, and ``diff`` of two ``-hashes.txt`` files shows
 any model that differs.  ``--quick`` subsamples and shortens the grids (CI
-runs it).
+runs it; CSTC searches depths 1-3 only).
 """
 from __future__ import annotations
 
@@ -103,12 +103,18 @@ def _nested_curve(est, label, grid, train, test):
                       label=label) for f, k in zip(fractions, sizes)]
 
 
-def _own_depth(spec, common):
+QUICK_DEPTHS = (1, 2, 3)
+
+
+def _own_depth(spec, common, quick=False):
     """``common`` without ``max_depth`` for a trainer whose depth defaults to
     "auto" (CSTC: chosen on the validation rows, docs/trees.md); its
-    ``max_depth`` is a tree of classifiers' depth, not the boosted trees'."""
+    ``max_depth`` is a tree of classifiers' depth, not the boosted trees'.
+    ``--quick`` searches QUICK_DEPTHS only: on 1500 rows "auto" may go to
+    depth 5 or 6 (31 or 63 nodes), which would double CI's run."""
     if spec.classifier().get_params().get("max_depth") == "auto":
-        return {k: v for k, v in common.items() if k != "max_depth"}
+        rest = {k: v for k, v in common.items() if k != "max_depth"}
+        return dict(rest, max_depth=QUICK_DEPTHS) if quick else rest
     return common
 
 
@@ -140,7 +146,7 @@ def compare(name, quick=False, trainers=None, sets=None):
              and (trainers is None or s.name in trainers)]
     rows, svms = [], {}
     for spec in tqdm(specs, desc=name, unit="trainer"):
-        est = spec.estimator("classification", **_own_depth(spec, common))
+        est = spec.estimator("classification", **_own_depth(spec, common, quick))
         label = spec.label
         if sets and spec.name in sets:
             est.set_params(**sets[spec.name])
