@@ -18,7 +18,7 @@ from skinflint import datasets, ir
 from skinflint.compilers.onnx import compile_onnx
 from skinflint.ir.arrays import frozen
 from skinflint.runtimes.onnx import OnnxRuntime
-from skinflint.runtimes.reference import rank
+from skinflint.runtimes.reference import predict, rank
 from skinflint.verify import verify, verify_ranking
 from tests.parity.test_c_rank import (
     FIELDS,
@@ -334,3 +334,52 @@ def test_checkpoints_the_ir_forbids_are_refused_by_the_graph(after):
                   gap=np.zeros(J))
     with pytest.raises(ValueError, match="checkpoints"):
         compile_onnx(m, tables=(tab, bad))
+
+
+def _cost_after(m, X, a):
+    """Per document, what the first ``a`` trees of the bank cost it with no budget and no exit: the per-row
+    reference's cost of the bank cut to those trees (so the budgets below are not read from a rank)."""
+    bank = m.nodes[0]
+    cut = replace(bank, roots=frozen(bank.roots[:a]), tree_cost=frozen(bank.tree_cost[:a]))
+    return predict(ir.model(m.features, [cut], 0, groups=m.groups), X).cost
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_budgets_at_each_checkpoints_cost(seed):
+    """Budgets exactly at a document's cost when it finishes a checkpoint's trees, one ulp below (it halts
+    inside the checkpoint's last tree: not in that checkpoint's ranking) and one ulp above (it is ranked
+    there, may be dropped, else halts at the next unit it cannot pay), costs exact and not in any order."""
+    rng = np.random.default_rng(seed)
+    m = random_bank_model(seed, n_trees=14, checkpoints=[2, 5, 9, 13])
+    if seed % 2:
+        m = inexact_costs(m)
+    sizes = [1, 3, 8, 25, 60]
+    X = grid_rows(sum(sizes), m.n_features, seed)
+    X[1::2] = X[0::2][:len(X[1::2])]        # copies: ties at every checkpoint
+    at = np.array([_cost_after(m, X, a) for a in m.nodes[1].after.tolist()])
+    rt = OnnxRuntime(m)
+    seen_halt_at_cp = seen_drop = 0
+    for _ in range(4):
+        c = at[rng.integers(len(at), size=len(X)), np.arange(len(X))]
+        b = np.choose(rng.integers(3, size=len(X)), [c, np.nextafter(c, -np.inf), np.nextafter(c, np.inf)])
+        ref = rank(m, X, sizes, b)
+        assert_same(ref, rt.rank(X, sizes, b))
+        seen_halt_at_cp += int((np.isin(ref.n_trees, m.nodes[1].after) & ~ref.dropped).sum())
+        seen_drop += int(ref.dropped.sum())
+    assert seen_halt_at_cp and seen_drop      # both situations happened
+
+
+def test_without_the_features_used_output():
+    """compile_onnx(features_used=False): the rank has no features used and every other field as the
+    reference's."""
+    m = random_bank_model(7)
+    X = grid_rows(120, m.n_features, 7)
+    group = [1, 4, 15, 100]
+    budget = rank(m, X, group).cost * np.random.default_rng(0).choice([0.5, 1.0, np.inf], len(X))
+    ref = rank(m, X, group, budget)
+    got = OnnxRuntime(m, features_used=False).rank(X, group, budget)
+    assert got.features_used is None and ref.dropped.any() and ((ref.n_trees < 12) & ~ref.dropped).any()
+    for f in FIELDS:
+        if f != "features_used":
+            a, b = np.asarray(getattr(ref, f)), np.asarray(getattr(got, f))
+            assert a.dtype == b.dtype and np.array_equal(a.view(np.uint8), b.view(np.uint8)), f
