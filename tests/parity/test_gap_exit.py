@@ -181,3 +181,13 @@ def test_probability_bound(K, s):
     worst = np.r_[theta, np.zeros(K - 1)]
     p = np.exp(worst) / np.exp(worst).sum()
     assert p.max() == pytest.approx(s, rel=1e-12)
+
+
+@pytest.mark.parametrize("seed", GAP_SEEDS[:4])
+def test_random_gap_models_with_float64_banks_match_on_every_backend(seed):
+    """A gap_ge stage over a float64 bank reads the bank rounded once to
+    float32 (docs/numerics.md), as every other exit does."""
+    from skinflint.ir.random_model import with_float64_banks
+    m = with_float64_banks(random_model(seed, kinds=("cascade",), gap_exits=True))
+    report = verify(m, runtimes=("onnx", "c", "c-lazy"))
+    assert report.ok, f"seed {seed}\n{report.table()}"
