@@ -276,20 +276,48 @@ def solve_lower(L, B):
     return X
 
 
-@njit(cache=True)
-def solve_lower_t(L, B):
-    """L.T X = B by back substitution (L lower triangular, B [n, r]);
-    row i: (B_i - sum_{k>i} L_ki X_k) / L_ii, k ascending."""
-    n = L.shape[0]
+@njit(cache=True, inline="always")
+def _solve_upper(U, B, n):
+    """X [n, r] with U[:n, :n] X = B[:n] by back substitution (U upper
+    triangular); row i: (B_i - sum_{k>i} U_ik X_k) / U_ii, k ascending.  The
+    last step of :func:`solve_lower_t`, :func:`_lu_solve` and
+    :func:`_householder_lstsq`, inlined into each (as a call it cost
+    ``cho_solve`` ~19 % on a [300, 300] factor)."""
     r = B.shape[1]
     X = np.empty((n, r))
     for c in range(r):
         for i in range(n - 1, -1, -1):
             s = B[i, c]
             for k in range(i + 1, n):
-                s -= L[k, i] * X[k, c]
-            X[i, c] = s / L[i, i]
+                s -= U[i, k] * X[k, c]
+            X[i, c] = s / U[i, i]
     return X
+
+
+@njit(cache=True)
+def solve_lower_t(L, B):
+    """L.T X = B by back substitution (L lower triangular, B [n, r]);
+    row i: (B_i - sum_{k>i} L_ki X_k) / L_ii, k ascending: the upper
+    triangular solve on the transposed view (the same reads of L)."""
+    return _solve_upper(L.T, B, L.shape[0])
+
+
+@njit(cache=True, inline="always")
+def _reflect_columns(R, j, v0, vv, T, k0):
+    """Apply the Householder reflector of column j, H = I - 2 v v' / (v'v)
+    with v = (v0, R[j+1:, j]) and v'v = ``vv``, to the columns k0.. of T
+    (rows j..; T may be R itself, right of column j): per column,
+    s = v0 T_jk + sum_{i>j} R_ij T_ik, i ascending, then T_k -= (2 s / vv) v.
+    Inlined (as a call it cost ``lstsq`` ~20 % on [2000, 20])."""
+    n = R.shape[0]
+    for k in range(k0, T.shape[1]):
+        s = v0 * T[j, k]
+        for i in range(j + 1, n):
+            s += R[i, j] * T[i, k]
+        f = 2.0 * s / vv
+        T[j, k] -= f * v0
+        for i in range(j + 1, n):
+            T[i, k] -= f * R[i, j]
 
 
 @njit(cache=True)
@@ -321,13 +349,7 @@ def _lu_solve(A, B):
                     M[i, k] -= f * M[j, k]
                 for c in range(r):
                     X[i, c] -= f * X[j, c]
-    for c in range(r):
-        for i in range(n - 1, -1, -1):
-            s = X[i, c]
-            for k in range(i + 1, n):
-                s -= M[i, k] * X[k, c]
-            X[i, c] = s / M[i, i]
-    return X, True
+    return _solve_upper(M, X, n), True
 
 
 @njit(cache=True)
@@ -336,7 +358,6 @@ def _householder_lstsq(A, B):
     Householder QR (columns in order, each reflector's sums over rows
     ascending) and back substitution; returns (X [p, r], ok)."""
     n, p = A.shape
-    r = B.shape[1]
     R = A.copy()
     Y = B.copy()
     for j in range(p):
@@ -351,30 +372,9 @@ def _householder_lstsq(A, B):
         # v = (v0, R[j+1:, j]); H = I - 2 v v' / (v'v), v'v = -2 alpha v0
         vv = -2.0 * alpha * v0
         R[j, j] = alpha
-        for k in range(j + 1, p):
-            s = v0 * R[j, k]
-            for i in range(j + 1, n):
-                s += R[i, j] * R[i, k]
-            f = 2.0 * s / vv
-            R[j, k] -= f * v0
-            for i in range(j + 1, n):
-                R[i, k] -= f * R[i, j]
-        for c in range(r):
-            s = v0 * Y[j, c]
-            for i in range(j + 1, n):
-                s += R[i, j] * Y[i, c]
-            f = 2.0 * s / vv
-            Y[j, c] -= f * v0
-            for i in range(j + 1, n):
-                Y[i, c] -= f * R[i, j]
-    X = np.empty((p, r))
-    for c in range(r):
-        for i in range(p - 1, -1, -1):
-            s = Y[i, c]
-            for k in range(i + 1, p):
-                s -= R[i, k] * X[k, c]
-            X[i, c] = s / R[i, i]
-    return X, True
+        _reflect_columns(R, j, v0, vv, R, j + 1)
+        _reflect_columns(R, j, v0, vv, Y, 0)
+    return _solve_upper(R, Y, p), True
 
 
 # ---------------------------------------------------------------- Python entry points
