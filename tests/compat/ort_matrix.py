@@ -179,7 +179,7 @@ def query_models():
     prox = with_exit(prox, keep=[5, 3, 3, 2], gap=ir.proximity_gaps(1.0, [2, 5, 9, 13], 16))
     cut = inexact_costs(with_exit(random_bank_model(4, n_trees=16, checkpoints=[1, 4, 8, 15]), rule="cutoff",
                                   keep=[120, 30, 6, 1]))
-    big = 3e38      # leaves whose sums overflow float32: +-inf scores, and NaN for inf - inf
+    big = 3e38      # leaves whose sums overflow float32: +-inf scores (the gap test then sees inf - inf: NaN)
     inf_bank = stumps([(big, -big), (big, -big), (-big, big), (1.0, 0.0)], features=[0, 1, 2, 0],
                       tree_cost=[1.0, 0.0, 1.0, 0.5])
     infinite = ir.model(ir.features_from_costs([1.0, 2.0, 4.0]),
