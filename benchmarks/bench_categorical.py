@@ -93,7 +93,10 @@ def run(K, args):
     if not args.no_onehot:
         fit_skinflint(f"skinflint one-hot ({K} columns)", one_hot(X, K), one_hot(Xt, K))
     ref_auc, ref_ll, ref_s = rows["LightGBM categorical_feature"]
-    print(f"\n{K} categories: {args.rows} training rows, {TEST_ROWS} test rows, {args.trees} trees of depth 6, "
+    from skinflint.trainers.boosting.booster import BinnedData
+    bins = BinnedData.from_X(X, categorical=np.array([True, False, False, False, False]))
+    print(f"\n{K} categories, {int(bins.n_bins[0]) - 1} with a bin ({bins.binned.dtype} bins): "
+          f"{args.rows} training rows, {TEST_ROWS} test rows, {args.trees} trees of depth 6, "
           f"{os.cpu_count()} threads")
     print("| trainer | test AUC | / LightGBM's | test log-loss | / LightGBM's | train s | / LightGBM's |")
     print("|---|---|---|---|---|---|---|")
@@ -111,10 +114,12 @@ def main():
     ap.add_argument("--no-onehot", action="store_true", help="skip the one-hot fits (the slowest)")
     args = ap.parse_args()
     from skinflint.trainers import GreedyMiserClassifier
-    # warm-up, not timed: numba's compile or cache load of every kernel (40,000 rows: the parallel partitions too)
-    (Xw, yw), _ = make_data(40_000, 50, seed=0)
-    for kw in (dict(categorical_features=[0]), dict(categorical_features=[0], subsample=0.5), {}):
-        GreedyMiserClassifier(n_estimators=2, max_depth=2, verbose=0, random_state=0, **kw).fit(Xw, yw)
+    # warm-up, not timed: numba's compile or cache load of every kernel (40,000 rows: the parallel partitions
+    # too), for uint8 bins (50 categories) and uint16 bins (1000 categories: more than 255 bins)
+    for K in (50, 1000):
+        (Xw, yw), _ = make_data(40_000, K, seed=0)
+        for kw in (dict(categorical_features=[0]), dict(categorical_features=[0], subsample=0.5), {}):
+            GreedyMiserClassifier(n_estimators=2, max_depth=2, verbose=0, random_state=0, **kw).fit(Xw, yw)
     for K in (int(k) for k in args.cardinalities.split(",")):
         run(K, args)
 

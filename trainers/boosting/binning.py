@@ -3,6 +3,15 @@
 Thresholds are float32 *data values* (quantiles picked from the sorted
 column), and bin(x) is the first threshold index t_i with x <= t_i, so a
 split "bin <= b" is exactly the IR test ``x <= t_b`` on float32 inputs.
+
+Binned data are uint8 [F, N], the missing bin 255, histograms 256 slots
+wide.  A categorical feature may need more bins (``category_counts``, as
+LightGBM's bin mapper: its frequent categories up to 99% of the rows); then,
+and only then, every feature is stored as uint16 and the histograms are
+``n_slots`` = (the most bins of any feature) + 1 wide, the last slot being
+the missing bin (``widen``).  The kernels read the width from their arrays
+and numba compiles them once per dtype, so numeric data keep the uint8
+kernels, their speed and their models' bytes.
 """
 from concurrent.futures import ThreadPoolExecutor
 
@@ -11,6 +20,24 @@ from numba import get_num_threads, njit, prange
 
 MISSING_BIN = 255          # NaN
 MAX_BINS = 255             # value bins 0..254: at most 254 thresholds
+#: at most this many categories of one feature get a bin (uint16 data; the histograms of every feature are
+#: as wide as the widest, so the cap bounds their memory: 4096 slots x 20 bytes per feature and node)
+MAX_CATEGORY_BINS = 4094
+CATEGORY_SHARE = 0.99      # LightGBM's bin mapper: more categories while the kept cover less than this
+MIN_CATEGORY_ROWS = 3      # ... and the next has at least this many rows (LightGBM's min_data_in_bin)
+
+
+def n_slots(binned, n_bins) -> int:
+    """The histogram width of binned data: 256 for uint8 (missing bin 255),
+    else (the most bins of any feature) + 1, the missing bin last."""
+    return 256 if binned.dtype == np.uint8 else int(np.max(n_bins)) + 1
+
+
+def widen(binned, width):
+    """uint8 binned data as uint16 with the missing bin moved to ``width - 1``."""
+    out = binned.astype(np.uint16)
+    out[binned == MISSING_BIN] = width - 1
+    return out
 
 
 def _column_thresholds(col, max_bins):
@@ -99,12 +126,16 @@ def is_code(x):
 
 
 def category_bins(col, max_bins=MAX_BINS):
-    """The categories of one float32 column that get a bin of their own:
-    the ``max_bins - 1`` most frequent codes (LightGBM's categorical bin
-    mapper keeps the frequent ones too; ties: the smaller code first), as
-    an int64 array indexed by bin.  Bin ``len(codes)`` is the "other" bin:
-    rarer codes, non-codes (negative, non-integer, too large); NaN is
-    MISSING_BIN.  Both go right at every split (``splitting``)."""
+    """The categories of one float32 column that get a bin of their own, as
+    LightGBM's categorical bin mapper picks them (``BinMapper::FindBin``):
+    codes by decreasing frequency (ties: the smaller code first), the
+    ``max_bins - 1`` most frequent always, then more while the kept ones
+    cover less than CATEGORY_SHARE of the rows with a code and the next has
+    at least MIN_CATEGORY_ROWS rows (so a feature may get more than
+    ``max_bins`` bins; at most MAX_CATEGORY_BINS), as an int64 array indexed
+    by bin.  Bin ``len(codes)`` is the "other" bin: rarer codes, non-codes
+    (negative, non-integer, too large); NaN is the missing bin.  Both go
+    right at every split (``splitting``)."""
     return category_counts(col, max_bins)[0]
 
 
@@ -115,23 +146,31 @@ def category_counts(col, max_bins=MAX_BINS):
     x = x[is_code(x)].astype(np.int64)
     codes, counts = np.unique(x, return_counts=True)        # ascending codes
     order = np.argsort(-counts, kind="stable")               # most frequent first, stable on code
-    keep = order[:max_bins - 1]
-    return codes[keep], codes.shape[0], int(counts[order[max_bins - 1:]].sum())
+    n_keep = min(max_bins - 1, codes.shape[0])
+    if n_keep < codes.shape[0]:
+        ranked = counts[order]
+        before = np.cumsum(ranked) - ranked                  # rows of the more frequent codes
+        cut = np.floor(CATEGORY_SHARE * x.shape[0] + 0.5)    # LightGBM's RoundInt(0.99 * rows)
+        # both tests fail from some rank on (``before`` grows, ``ranked`` shrinks): count the ranks that pass
+        more = (before[n_keep:] < cut) & (ranked[n_keep:] >= MIN_CATEGORY_ROWS)
+        n_keep = min(n_keep + int(more.sum()), MAX_CATEGORY_BINS)
+    keep = order[:n_keep]
+    return codes[keep], codes.shape[0], int(counts[order[n_keep:]].sum())
 
 
-def bin_categories(col, codes):
-    """uint8 bins of one column: the bin of each kept code, the other bin
-    (``len(codes)``) for any other non-NaN value, MISSING_BIN for NaN.
+def bin_categories(col, codes, missing=MISSING_BIN, dtype=np.uint8):
+    """Bins of one column (``dtype``): the bin of each kept code, the other
+    bin (``len(codes)``) for any other non-NaN value, ``missing`` for NaN.
     Vectorised numpy (one pass per categorical feature per fit)."""
     order = np.argsort(codes)
     sorted_codes = codes[order]
-    out = np.full(col.shape[0], len(codes), np.uint8)
+    out = np.full(col.shape[0], len(codes), dtype)
     ok = is_code(col)
     c = np.where(ok, col, -1).astype(np.int64)
     pos = np.minimum(np.searchsorted(sorted_codes, c), max(len(codes) - 1, 0))
     hit = ok & (len(codes) > 0)
     if len(codes):
         hit &= sorted_codes[pos] == c
-        out[hit] = order[pos[hit]].astype(np.uint8)
-    out[np.isnan(col)] = MISSING_BIN
+        out[hit] = order[pos[hit]].astype(dtype)
+    out[np.isnan(col)] = missing
     return out

@@ -22,7 +22,17 @@ from numba import njit, prange
 from ... import ir
 from ...runtimes._split import category_left
 from ..common import progress_bar
-from .binning import bin_categories, bin_data, category_counts, find_thresholds, pack_thresholds
+from .binning import (
+    MAX_CATEGORY_BINS,
+    MISSING_BIN,
+    bin_categories,
+    bin_data,
+    category_counts,
+    find_thresholds,
+    n_slots,
+    pack_thresholds,
+    widen,
+)
 from .grower import CategoryOptions, grow
 from .losses import Loss
 from .predictor import (
@@ -43,7 +53,7 @@ SPLIT_CRITERIA = ("newton", "least_squares")
 class BinnedData:
     """Training rows as bin indices, and the thresholds the bins stand for."""
 
-    binned: np.ndarray       # uint8 [F, N]
+    binned: np.ndarray       # uint8 [F, N]; uint16 when a categorical feature has more bins (binning.widen)
     n_bins: np.ndarray       # int64 [F]
     flat: np.ndarray         # float32 thresholds of all features, packed
     offsets: np.ndarray      # where each feature's thresholds start in ``flat``
@@ -56,8 +66,11 @@ class BinnedData:
         ``threshold_rows`` (sorted indices) takes the thresholds from those
         rows only, e.g. the training part of X; every row is binned.
         ``categorical`` (bool [F], optional): those features' bins are their
-        ``max_bins - 1`` most frequent category codes, then one "other" bin
-        (``binning.category_bins``); ``n_bins`` counts the other bin."""
+        frequent category codes (``binning.category_bins``: at least the
+        ``max_bins - 1`` most frequent, more as LightGBM keeps them), then
+        one "other" bin; ``n_bins`` counts the other bin.  When a feature
+        then has more than 255 bins, every feature is stored as uint16
+        (``binning.widen``); numeric-only data stay uint8."""
         thresholds = find_thresholds(X if threshold_rows is None else X[threshold_rows], max_bins, seed=seed)
         flat, offsets = pack_thresholds(thresholds)
         data = cls(bin_data(X, flat, offsets), np.array([len(t) + 1 for t in thresholds], np.int64),
@@ -67,15 +80,29 @@ class BinnedData:
             data.cat_codes = [None] * X.shape[1]
             for f in np.flatnonzero(categorical):
                 codes, n_codes, pooled = category_counts(src[:, f], max_bins)
-                if pooled:
+                if pooled and len(codes) == MAX_CATEGORY_BINS:   # the cap, not LightGBM's rule, left them out
                     warnings.warn(f"categorical feature {f} has {n_codes} categories: the {len(codes)} most "
                                   f"frequent get a bin, the other {n_codes - len(codes)} ({pooled} of "
                                   f"{src.shape[0]} rows) go right at every set split", UserWarning,
                                   stacklevel=3)
                 data.cat_codes[f] = codes
-                data.binned[f] = bin_categories(np.ascontiguousarray(X[:, f]), codes)
                 data.n_bins[f] = len(codes) + 1
+            if data.n_bins.max() > MISSING_BIN:    # value bins would reach the uint8 missing bin
+                data.binned = widen(data.binned, int(data.n_bins.max()) + 1)
+            for f in np.flatnonzero(categorical):
+                data.binned[f] = bin_categories(np.ascontiguousarray(X[:, f]), data.cat_codes[f],
+                                                data.missing_bin, data.binned.dtype)
         return data
+
+    @property
+    def n_slots(self) -> int:
+        """The histogram width (``binning.n_slots``): 256 for uint8 data."""
+        return n_slots(self.binned, self.n_bins)
+
+    @property
+    def missing_bin(self) -> int:
+        """The bin of NaN: 255 for uint8 data, ``n_slots - 1`` for uint16."""
+        return self.n_slots - 1
 
     @property
     def is_cat(self) -> np.ndarray:
@@ -277,13 +304,13 @@ def boost(data: BinnedData, loss: Loss, target, n_rounds, *, weight=None, costs=
                 nodes, starts, stops = tree.leaf_ranges()
                 add_leaf_values(tree.order, starts, stops, value[nodes], col)
             elif cats is None:     # rows left out of the subsample walk the tree
-                predict_binned(data.binned, feat, sbin, left, right, mleft, value, col)
+                predict_binned(data.binned, feat, sbin, left, right, mleft, value, col, data.missing_bin)
             else:
-                goes = np.zeros((feat.shape[0], 256), np.uint8)
+                goes = np.zeros((feat.shape[0], data.n_slots), np.uint8)
                 for m, s in tree.sets.items():
                     goes[m] = s
                 predict_binned_sets(data.binned, feat, sbin, left, right, mleft, goes,
-                                    goes.any(axis=1), value, col)
+                                    goes.any(axis=1), value, col, data.missing_bin)
             raw[:, k] = col
             if raw_v is not None:
                 colv = raw_v[:, k].copy()

@@ -111,10 +111,13 @@ CATEGORICAL_DOC = """\
         pandas ``category`` columns are encoded by their categories' order),
         as scikit-learn's HistGradientBoosting takes them.  Their splits send
         a set of categories left (LightGBM's search: categories sorted by
-        G/(H + cat_smooth), best prefix from either end).  The ``max_bins - 1``
-        most frequent categories of a feature get a bin each; NaN, rarer,
-        unseen, negative and non-integer values go right at every set split.
-        None: every split numeric.
+        G/(H + cat_smooth), best prefix from either end).  A feature's
+        ``max_bins - 1`` most frequent categories get a bin each, then more,
+        as LightGBM's bin mapper keeps them, while those kept cover less
+        than 99% of the rows and the next has at least 3 rows (at most 4094;
+        above 254 the binned rows are uint16); NaN, rarer, unseen, negative
+        and non-integer values go right at every set split.  None: every
+        split numeric.
     cat_l2 : float, default 10
         Added to l2 in the children's scores of a set split (LightGBM).
     cat_smooth : float, default 10

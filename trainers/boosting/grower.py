@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .binning import n_slots
 from .histogram import build_level, hot_bins, new_level, node_sums, subtract_level
 from .partition import partition, partition_set
 from .splitting import level_category_splits, level_splits
@@ -41,7 +42,7 @@ class Tree:
     split_gain: list = field(default_factory=list)    # (feature, gain) per split
     order: np.ndarray = None  # type: ignore[assignment]  # the rows, grouped by leaf (set by grow)
     leaves: list = field(default_factory=list)        # (node, start, stop) into order
-    sets: dict = field(default_factory=dict)          # node -> uint8 [256]: bins that go left (set splits)
+    sets: dict = field(default_factory=dict)          # node -> uint8 [slots]: bins that go left (set splits)
 
     def add_children(self, parent, f, b, miss_left):
         self.feature[parent], self.split_bin[parent], self.missing_left[parent] = f, b, miss_left
@@ -83,6 +84,7 @@ def grow(binned, n_bins, rows, g, h, *, max_depth, min_samples_leaf, l2, penalty
     buffers = (np.empty_like(order), np.empty_like(order))
     tree.order = order
     F = binned.shape[0]
+    width = n_slots(binned, n_bins)      # 256 for uint8 data: the histograms and kernels as before
     cat_f = None
     if categories is not None and np.any(categories.is_cat & active):
         cat_f = np.flatnonzero(categories.is_cat & active).astype(np.int64)
@@ -97,7 +99,7 @@ def grow(binned, n_bins, rows, g, h, *, max_depth, min_samples_leaf, l2, penalty
         tree.leaves.append((0, 0, order.shape[0]))
         return tree
     frontier = [(0, 0, order.shape[0])]
-    hist = new_level(1, F, workspace, 0)
+    hist = new_level(1, F, workspace, 0, width)
     hot = hot_bins(binned)
     first = np.zeros(1, np.int64)
     build_level(binned, order, first, np.array([order.shape[0]], np.int64), first, g, h, active, hot, *hist)
@@ -128,7 +130,7 @@ def grow(binned, n_bins, rows, g, h, *, max_depth, min_samples_leaf, l2, penalty
                 tree.sets[nid] = goes.copy()
                 mid = partition_set(binned, order, start, stop, f, goes, buffers)
             else:
-                mid = partition(binned, order, start, stop, f, bins[j, f], mleft[j, f], buffers)
+                mid = partition(binned, order, start, stop, f, bins[j, f], mleft[j, f], buffers, width - 1)
             lid, rid = tree.add_children(nid, f, int(bins[j, f]), bool(mleft[j, f]))
             GL, HL, NL = left_sums[j, f]
             tree.sums.append((GL, HL, NL))
@@ -159,7 +161,7 @@ def grow(binned, n_bins, rows, g, h, *, max_depth, min_samples_leaf, l2, penalty
         # that are only built for their sibling's subtraction
         extra = iter(range(len(nxt), len(nxt) + len(small)))
         slots = np.array([a if a is not None else next(extra) for _, _, a in small], np.int64)
-        new = new_level(len(nxt) + sum(a is None for _, _, a in small), F, workspace, (depth + 1) % 2)
+        new = new_level(len(nxt) + sum(a is None for _, _, a in small), F, workspace, (depth + 1) % 2, width)
         build_level(binned, order, np.array([s for s, _, _ in small], np.int64),
                     np.array([e for _, e, _ in small], np.int64), slots, g, h, active, hot, *new)
         if pairs:

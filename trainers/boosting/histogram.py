@@ -24,7 +24,7 @@ a 60 %-zero column).
 import numpy as np
 from numba import njit, prange
 
-N_SLOTS = 256  # 255 value bins + the missing bin
+N_SLOTS = 256  # 255 value bins + the missing bin (uint8 data; wider data: binning.n_slots)
 # row counts as int32, as the row indices are (N < 2**31): exact, and 5-10% faster than int64 (measured)
 COUNT = np.int32
 _N_SPARE = 8   # scratch slots the hot bin's rows write to, in turn, instead of the hot slot
@@ -93,7 +93,10 @@ def hot_bins(binned):
     n = min(N, _HOT_SAMPLE)
     hot = np.full(F, -1, np.int64)
     for f in prange(F):
-        counts = np.zeros(N_SLOTS, np.int64)
+        top = 0
+        for i in range(n):
+            top = max(top, np.int64(binned[f, i]))
+        counts = np.zeros(top + 1, np.int64)
         for i in range(n):
             counts[binned[f, i]] += 1
         b = np.argmax(counts)
@@ -102,9 +105,10 @@ def hot_bins(binned):
     return hot
 
 
-def new_level(n_nodes, n_features, workspace=None, key=0):
-    """Uninitialised (sum g, sum h, count) arrays [n_nodes, F, 256] for one
-    level; ``build_level`` and ``subtract_level`` write every slot they fill.
+def new_level(n_nodes, n_features, workspace=None, key=0, width=N_SLOTS):
+    """Uninitialised (sum g, sum h, count) arrays [n_nodes, F, width] for one
+    level (``width``: ``binning.n_slots``, 256 for uint8 data);
+    ``build_level`` and ``subtract_level`` write every slot they fill.
 
     With a ``workspace`` (a dict kept across the trees of a fit) they are
     views of buffers stored there under ``key`` (the grower alternates two
@@ -113,11 +117,12 @@ def new_level(n_nodes, n_features, workspace=None, key=0):
     memory of that size is mapped and zeroed page by page by the kernel on
     every level (measured 50-80 ms per level at 473k x 519, 5 ms reused)."""
     if workspace is None:
-        return (np.empty((n_nodes, n_features, N_SLOTS)), np.empty((n_nodes, n_features, N_SLOTS)),
-                np.empty((n_nodes, n_features, N_SLOTS), COUNT))
+        return (np.empty((n_nodes, n_features, width)), np.empty((n_nodes, n_features, width)),
+                np.empty((n_nodes, n_features, width), COUNT))
     buf = workspace.get(key)
-    if buf is None or buf[0].shape[0] < n_nodes or buf[0].shape[1] != n_features:
-        buf = workspace[key] = new_level(max(n_nodes, 2 * (0 if buf is None else buf[0].shape[0])), n_features)
+    if buf is None or buf[0].shape[0] < n_nodes or buf[0].shape[1] != n_features or buf[0].shape[2] != width:
+        buf = workspace[key] = new_level(max(n_nodes, 2 * (0 if buf is None else buf[0].shape[0])), n_features,
+                                         width=width)
     return tuple(a[:n_nodes] for a in buf)
 
 
@@ -125,10 +130,15 @@ def new_level(n_nodes, n_features, workspace=None, key=0):
 def build_level(binned, order, starts, stops, slots, g, h, active, hot, hg, hh, hc):
     """Histograms of the nodes ``order[starts[k]:stops[k]]`` (each range
     sorted, unique) into ``hg[slots[k]]``, ``hh[slots[k]]``, ``hc[slots[k]]``
-    ([F, 256] each); inactive features are left at zero.  ``hot[f]`` is
-    feature f's bin kept in registers (-1: none; ``hot_bins``)."""
+    ([F, width] each, the width of ``hg``); inactive features are left at zero.  ``hot[f]`` is
+    feature f's bin kept in registers (-1: none; ``hot_bins``); only histograms
+    256 wide (uint8 data) keep one: the spare slots' constant offset is worth
+    10% of this kernel (measured: the width as a variable there cost 1.8 ->
+    2.0 ms on 100k x 20, one thread)."""
     F, N = binned.shape
     K = starts.shape[0]
+    W = hg.shape[2]
+    keep_hot = W == N_SLOTS
     off = np.zeros(K + 1, np.int64)
     for k in range(K):
         off[k + 1] = off[k] + (0 if stops[k] - starts[k] == N else stops[k] - starts[k])
@@ -150,8 +160,8 @@ def build_level(binned, order, starts, stops, slots, g, h, active, hot, hg, hh, 
     for q in prange((F + per - 1) // per):
         f0, f1 = q * per, min(F, (q + 1) * per)
         # hot features sum into scratch rows with spare slots, copied out per node
-        scratch = np.empty((3, f1 - f0, N_SLOTS + _N_SPARE))
-        counts = np.empty((f1 - f0, N_SLOTS + _N_SPARE), COUNT)
+        scratch = np.empty((3, f1 - f0, W + _N_SPARE))
+        counts = np.empty((f1 - f0, W + _N_SPARE), COUNT)
         for k in range(K):
             s = slots[k]
             hg[s, f0:f1, :] = 0.0
@@ -170,16 +180,16 @@ def build_level(binned, order, starts, stops, slots, g, h, active, hot, hg, hh, 
                         continue
                     # the dense root reads its block of the column in order
                     col = binned[f, i0:i1] if dense else binned[f]
-                    if hot[f] < 0:
+                    if hot[f] < 0 or not keep_hot:
                         _accumulate(col, rows, ng, nh, hg[s, f], hh[s, f], hc[s, f], dense)
                     else:
                         _accumulate_hot(col, rows, ng, nh, scratch[0, f - f0], scratch[1, f - f0],
                                         counts[f - f0], dense, hot[f])
             for f in range(f0, f1):
-                if active[f] and hot[f] >= 0:
-                    hg[s, f, :] = scratch[0, f - f0, :N_SLOTS]
-                    hh[s, f, :] = scratch[1, f - f0, :N_SLOTS]
-                    hc[s, f, :] = counts[f - f0, :N_SLOTS]
+                if active[f] and hot[f] >= 0 and keep_hot:
+                    hg[s, f, :] = scratch[0, f - f0, :W]
+                    hh[s, f, :] = scratch[1, f - f0, :W]
+                    hc[s, f, :] = counts[f - f0, :W]
 
 
 @njit(cache=True, parallel=True)
@@ -191,16 +201,16 @@ def subtract_level(pg, ph, pc, parents, hg, hh, hc, smalls, bigs):
     for t in prange(parents.shape[0] * F):
         q, f = t // F, t % F
         p, s, b = parents[q], smalls[q], bigs[q]
-        for j in range(N_SLOTS):
+        for j in range(hg.shape[2]):
             hg[b, f, j] = pg[p, f, j] - hg[s, f, j]
             hh[b, f, j] = ph[p, f, j] - hh[s, f, j]
             hc[b, f, j] = pc[p, f, j] - hc[s, f, j]
 
 
-def build_histograms(binned, rows, g, h, active, hot=None):
-    """(sum g, sum h, count), each [F, 256], over ``rows`` (sorted, unique):
+def build_histograms(binned, rows, g, h, active, hot=None, width=N_SLOTS):
+    """(sum g, sum h, count), each [F, width], over ``rows`` (sorted, unique):
     one node, as ``build_level`` builds each (no hot bins by default)."""
-    hist = new_level(1, binned.shape[0])
+    hist = new_level(1, binned.shape[0], width=width)
     first = np.zeros(1, np.int64)   # the one node's start and slot
     hot = np.full(binned.shape[0], -1, np.int64) if hot is None else hot
     build_level(binned, rows, first, np.array([rows.shape[0]], np.int64), first, g, h, active, hot, *hist)

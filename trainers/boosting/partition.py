@@ -19,18 +19,26 @@ for _b in range(MISSING_BIN):
 _NUMERIC_SIDES[:, 1, MISSING_BIN] = 1
 
 
-def partition(binned, order, start, stop, f, split_bin, missing_left, buffers):
+def partition(binned, order, start, stop, f, split_bin, missing_left, buffers, missing_bin=MISSING_BIN):
     """Stable in-place split of ``order[start:stop]`` into left rows (bin <=
     split_bin, or missing when ``missing_left``) then right rows; returns the
-    boundary.  ``buffers`` is two scratch arrays as long as ``order``."""
-    return partition_set(binned, order, start, stop, f, _NUMERIC_SIDES[split_bin, int(missing_left)], buffers)
+    boundary.  ``buffers`` is two scratch arrays as long as ``order``;
+    ``missing_bin``: NaN's bin (``BinnedData.missing_bin``; uint16 data put
+    it past 255, and their table is made here)."""
+    if missing_bin == MISSING_BIN:
+        sides = _NUMERIC_SIDES[split_bin, int(missing_left)]
+    else:
+        sides = np.zeros(missing_bin + 1, np.uint8)
+        sides[:split_bin + 1] = 1
+        sides[missing_bin] = missing_left
+    return partition_set(binned, order, start, stop, f, sides, buffers)
 
 
 # ---------------------------------------------------------------- the kernels (a set over bins)
 @njit(cache=True, inline="always")
 def _split_chunk_set(col, order, lo, hi, goes_left, left, right):
     """Rows order[lo:hi] to left[lo:lo+k] and right[lo:lo+(hi-lo-k)], stably,
-    a row going left iff ``goes_left[bin]`` (uint8 [256]); returns k.
+    a row going left iff ``goes_left[bin]`` (uint8 [slots]); returns k.
     Branch-free (a branch on the side mispredicts on half the rows): every
     row is written at both cursors and only its side's cursor advances, so a
     stray write lands where that side's next row goes, or past its last

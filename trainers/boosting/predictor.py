@@ -17,13 +17,14 @@ def _child(m, x, missing, cut, left, right, missing_left):
 
 
 @njit(cache=True, parallel=True)
-def predict_binned(binned, feature, split_bin, left, right, missing_left, value, out):
-    """out[i] += value of the leaf row i reaches (bin <= split_bin goes left)."""
+def predict_binned(binned, feature, split_bin, left, right, missing_left, value, out, missing_bin=MISSING_BIN):
+    """out[i] += value of the leaf row i reaches (bin <= split_bin goes left;
+    ``missing_bin``: NaN's bin, ``BinnedData.missing_bin``)."""
     for i in prange(binned.shape[1]):
         m = 0
         while feature[m] >= 0:
             b = binned[feature[m], i]
-            m = _child(m, b, b == MISSING_BIN, split_bin[m], left, right, missing_left)
+            m = _child(m, b, b == missing_bin, split_bin[m], left, right, missing_left)
         out[i] += value[m]
 
 
@@ -51,7 +52,8 @@ def add_leaf_values(order, leaf_start, leaf_stop, leaf_value, out):
 
 # ---------------------------------------------------------------- category sets
 @njit(cache=True, parallel=True)
-def predict_binned_sets(binned, feature, split_bin, left, right, missing_left, goes_left, is_set, value, out):
+def predict_binned_sets(binned, feature, split_bin, left, right, missing_left, goes_left, is_set, value, out,
+                        missing_bin=MISSING_BIN):
     """``predict_binned`` for a tree with category-set nodes: at a node with
     ``is_set[m]`` a row goes left iff ``goes_left[m, bin]``."""
     for i in prange(binned.shape[1]):
@@ -61,7 +63,7 @@ def predict_binned_sets(binned, feature, split_bin, left, right, missing_left, g
             if is_set[m]:
                 m = left[m] if goes_left[m, b] else right[m]
             else:
-                m = _child(m, b, b == MISSING_BIN, split_bin[m], left, right, missing_left)
+                m = _child(m, b, b == missing_bin, split_bin[m], left, right, missing_left)
         out[i] += value[m]
 
 

@@ -17,8 +17,6 @@ refunds the penalty changes between the nodes of a level.
 import numpy as np
 from numba import njit, prange
 
-from .binning import MISSING_BIN
-
 
 @njit(cache=True)
 def _score(G, H, l2):
@@ -32,8 +30,10 @@ def _score(G, H, l2):
 def _feature_split(hg, hh, hc, n_bins, G, H, N, l2, min_samples_leaf, parent):
     """The best bracket of one feature's histograms (-inf when no valid
     split), its bin, NaN direction and left sums.  Candidates are tried bin
-    by bin, "missing right" first, and the first of equal brackets wins."""
-    gm, hm, nm = hg[MISSING_BIN], hh[MISSING_BIN], float(hc[MISSING_BIN])
+    by bin, "missing right" first, and the first of equal brackets wins.
+    The missing bin is the last slot (MISSING_BIN of uint8 data)."""
+    ms = hg.shape[0] - 1
+    gm, hm, nm = hg[ms], hh[ms], float(hc[ms])
     # with no missing rows in the node both NaN directions give the same
     # gain: try only "missing right", and send NaN to the larger child
     n_dirs = 2 if nm > 0 else 1
@@ -87,7 +87,7 @@ def level_splits(hg, hh, hc, n_bins, sums, l2, min_samples_leaf, active):
 
 
 def best_splits(hg, hh, hc, n_bins, G, H, N, l2, min_samples_leaf, penalty, active):
-    """One node (histograms [F, 256]): per feature (gain, bin, missing_left,
+    """One node (histograms [F, slots]): per feature (gain, bin, missing_left,
     left sums) with ``penalty[f]`` subtracted; gain -inf when no valid split."""
     gain, bins, mleft, left_sums = level_splits(hg[None], hh[None], hc[None], n_bins,
                                                 np.array([[G, H, N]], np.float64), l2, min_samples_leaf, active)
@@ -101,7 +101,7 @@ def _categorical_split(hg, hh, hc, n_cat, G, H, N, l2, min_samples_leaf, cat_l2,
     """The best category-set split of one categorical feature, as LightGBM's
     ``FeatureHistogram::FindBestThresholdCategoricalInner`` finds it (our
     own code): bins 0..n_cat-1 are categories, bin n_cat the "other" bin
-    (rare and non-code values), MISSING_BIN NaN; those two never join the
+    (rare and non-code values), the last slot NaN; those two never join the
     left set (LightGBM sends NaN and unknown categories right).
 
     * few categories (n_cat + 1 <= max_cat_to_onehot): one category against
@@ -181,7 +181,7 @@ def level_category_splits(hg, hh, hc, n_bins, sums, l2, min_samples_leaf, cat_fe
                           max_cat_threshold, min_data_per_group, max_cat_to_onehot):
     """``level_splits`` for the categorical features ``cat_features``
     (indices; their bins are categories, ``binning.category_bins``): per
-    node j and listed feature c, (bracket, left set over bins [256] uint8,
+    node j and listed feature c, (bracket, left set over bins [slots] uint8,
     G_L, H_L, N_L) of the best set split (``_categorical_split``)."""
     J, C = hg.shape[0], cat_features.shape[0]
     gain = np.full((J, C), -np.inf)

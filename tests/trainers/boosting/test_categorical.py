@@ -105,14 +105,15 @@ def test_bad_categorical_features_are_one_line_errors(spec, message):
 
 
 def test_ir_round_trip_and_reference_runtime_equal_the_trainer():
-    X, y = hidden_set_data(8000, n_cat=300, seed=1)   # 300 categories: 46 of them in the "other" bin
+    # 300 categories of about 27 rows: LightGBM's rule keeps those covering 99% of the rows (297), more than
+    # 255 bins, so the rows are binned as uint16 (a few codes, ~1% of the rows, stay in the "other" bin)
+    X, y = hidden_set_data(8000, n_cat=300, seed=1)
     rng = np.random.default_rng(2)
     y = np.where(rng.random(len(y)) < 0.1, 1 - y, y)   # label noise: many trees, many set splits
+    assert BinnedData.from_X(X, categorical=np.array([True, False])).binned.dtype == np.uint16
     est = GreedyMiserClassifier(n_estimators=20, max_depth=3, categorical_features=[0], verbose=0,
                                 min_data_per_group=20, random_state=0)
-    with pytest.warns(UserWarning, match="feature 0 has 300 categories: the 254 most frequent get a bin, "
-                                         "the other 46"):
-        m = est.fit(X, y)
+    m = est.fit(X, y)
     bank = m.model_.nodes[0]
     assert bank.categories.is_categorical.sum() >= 20
     text = ir.to_json(m.model_)
@@ -147,8 +148,10 @@ def test_values_that_are_not_known_codes_go_right():
 
 
 def test_rare_categories_in_the_other_bin_train_and_export_alike():
-    """With max_bins=8 only the 7 most frequent codes get a bin; the rest,
-    NaN and negative values share the other / missing bins and go right.
+    """With max_bins=8 the 7 most frequent codes get a bin, then (LightGBM's
+    rule) the next ones while the kept cover < 99% of the coded rows and
+    have >= 3 rows; the long tail, NaN and negative values share the other
+    / missing bins and go right.
     The booster's training scores (from the binned rows) equal the
     exported trees walked on the raw values, bit for bit, also with row
     subsampling (rows outside the sample walk the binned tree)."""
@@ -159,9 +162,8 @@ def test_rare_categories_in_the_other_bin_train_and_export_alike():
     c[rng.random(n) < 0.03] = -1.0
     X = np.c_[c, rng.normal(size=n)].astype(np.float32)
     y = ((np.nan_to_num(c, nan=7) % 3 == 0) ^ (X[:, 1] > 1)).astype(np.float64)
-    with pytest.warns(UserWarning, match="the 7 most frequent get a bin"):
-        data = BinnedData.from_X(X, 8, categorical=np.array([True, False]))
-    assert data.n_bins[0] == 8
+    data = BinnedData.from_X(X, 8, categorical=np.array([True, False]))
+    assert data.n_bins[0] == 1 + lightgbm_kept(c, 8) < np.unique(c[c >= 0]).size + 1   # some tail is pooled
     opts = CategoryOptions(np.array([True, False]), min_data_per_group=5, max_cat_to_onehot=1)
     res = boost(data, make_loss("logistic"), y, 10, max_depth=3, subsample=0.7,
                 rng=np.random.default_rng(0), categories=opts)
@@ -174,6 +176,23 @@ def test_rare_categories_in_the_other_bin_train_and_export_alike():
                          *set_arrays(t["category_sets"]), t["other_left"], t["value"].astype(np.float64), raw)
     assert n_sets >= 10
     np.testing.assert_array_equal(raw, res.raw[:, 0])
+
+
+def lightgbm_kept(col, max_bins):
+    """How many codes LightGBM's BinMapper::FindBin (categorical branch) gives
+    a bin, written as its loop (here always keeping the first max_bins - 1)."""
+    x = col[~np.isnan(col)]
+    x = x[(x >= 0) & (x == np.floor(x))].astype(np.int64)
+    codes, counts = np.unique(x, return_counts=True)
+    ranked = sorted(zip(-counts, codes))
+    cut = int(np.floor(0.99 * len(x) + 0.5))
+    used = kept = 0
+    for neg, _ in ranked:
+        if kept >= max_bins - 1 and not (used < cut and -neg >= 3):
+            break
+        used += -neg
+        kept += 1
+    return kept
 
 
 def test_one_hot_for_few_categories():
@@ -292,3 +311,103 @@ def test_prefix_models_and_tree_outputs_keep_every_rule_of_category_sets(fractio
             got = got + H[:, j]
         np.testing.assert_array_equal(got, want)
     assert len(rules) >= 2    # the seeds cover more than the booster's own rule
+
+
+# ---------------------------------------------------------------- high cardinality (uint16 bins)
+
+def many_categories(n=12_000, n_cat=600, seed=0):
+    """600 categories, each with its own effect (so every category matters),
+    a numeric feature with NaN, and NaN / negative / non-integer codes."""
+    rng = np.random.default_rng(seed)
+    c = rng.integers(0, n_cat, n).astype(np.float32)
+    effect = np.random.default_rng(99).normal(size=n_cat)
+    x = rng.normal(size=n).astype(np.float32)
+    logit = effect[c.astype(int)] + 0.5 * x
+    y = (rng.random(n) < 1 / (1 + np.exp(-logit))).astype(int)
+    x[rng.random(n) < 0.05] = np.nan
+    c[rng.random(n) < 0.02] = np.nan
+    c[rng.random(n) < 0.01] = -3.0
+    c[rng.random(n) < 0.01] += 0.5
+    return np.c_[c, x].astype(np.float32), y
+
+
+def test_more_than_255_categories_get_uint16_bins_and_numeric_features_keep_theirs():
+    X, y = many_categories()
+    mask = np.array([True, False])
+    wide = BinnedData.from_X(X, categorical=mask)
+    narrow = BinnedData.from_X(X)
+    assert narrow.binned.dtype == np.uint8 and narrow.n_slots == 256
+    assert wide.binned.dtype == np.uint16
+    assert wide.n_bins[0] == 1 + lightgbm_kept(X[:, 0], 255) > 256
+    assert wide.n_slots == wide.n_bins[0] + 1 and wide.missing_bin == wide.n_slots - 1
+    # the numeric feature: the same bins, its NaN in the wide missing bin
+    num = narrow.binned[1].astype(np.int64)
+    np.testing.assert_array_equal(wide.binned[1], np.where(num == 255, wide.missing_bin, num))
+    # each kept code has its bin, NaN the missing bin, everything else the other bin
+    codes = wide.cat_codes[0]
+    col = X[:, 0]
+    pos = {int(k): b for b, k in enumerate(codes)}
+    want = [wide.missing_bin if np.isnan(v) else pos.get(int(v), len(codes)) if v >= 0 and v == int(v)
+            else len(codes) for v in col]
+    np.testing.assert_array_equal(wide.binned[0], want)
+
+
+@pytest.mark.parametrize("subsample", [1.0, 0.7])
+def test_uint16_bins_train_as_they_export(subsample):
+    """The booster's scores on the binned rows (leaf ranges, or the binned
+    walk for rows outside the subsample) equal the exported trees walked on
+    the raw values, bit for bit, and the reference runtime agrees."""
+    X, y = many_categories()
+    opts = CategoryOptions(np.array([True, False]), min_data_per_group=20)
+    data = BinnedData.from_X(X, categorical=opts.is_cat)
+    assert data.binned.dtype == np.uint16
+    res = boost(data, make_loss("logistic"), y.astype(float), 8, max_depth=4, subsample=subsample,
+                rng=np.random.default_rng(0), categories=opts)
+    raw = np.full(len(y), make_loss("logistic").initial_scores(y.astype(float), np.ones(len(y)))[0])
+    big = 0
+    for (t,) in res.rounds:
+        predict_raw_sets(X, t["feature"], t["threshold"], t["left"], t["right"], t["missing_left"],
+                         *set_arrays(t["category_sets"]), t["other_left"], t["value"].astype(np.float64), raw)
+        big += sum(s is not None and len(s) > 8 for s in t["category_sets"])   # > 8 words: codes >= 256
+    np.testing.assert_array_equal(raw, res.raw[:, 0])
+    assert big > 0
+
+
+def test_high_cardinality_model_verifies_and_uses_the_rare_categories():
+    """A model on 600 categories verifies exactly (reference, C, ONNX, with
+    verify's adversarial rows at every code), and beats the same fit on
+    the codes pooled as the uint8 bins pooled them: only the 254 most
+    frequent kept, every other code made a non-code (-1, the other bin)."""
+    from skinflint.verify import verify
+    X, y = many_categories()
+    Xt, yt = many_categories(6000, seed=1)
+    est = GreedyMiserClassifier(n_estimators=30, max_depth=4, categorical_features=[0], min_data_per_group=20,
+                                verbose=0, random_state=0).fit(X, y)
+    report = verify(est.model_, Xt[:100], runtimes=("onnx", "c"), max_rows=800)
+    assert report.ok, report.table()
+    # the control: codes outside the 254 most frequent made non-codes (-1), as the uint8 bins pooled them
+    codes, counts = np.unique(X[:, 0][X[:, 0] >= 0].astype(int), return_counts=True)
+    top = codes[np.argsort(-counts, kind="stable")[:254]]
+
+    def pool(A):
+        A = A.copy()
+        A[~np.isin(A[:, 0], top) & ~np.isnan(A[:, 0]), 0] = -1.0
+        return A
+    pooled = GreedyMiserClassifier(n_estimators=30, max_depth=4, categorical_features=[0], min_data_per_group=20,
+                                   verbose=0, random_state=0).fit(pool(X), y)
+    from sklearn.metrics import roc_auc_score
+    a = roc_auc_score(yt, est.decision_function(Xt))
+    b = roc_auc_score(yt, pooled.decision_function(pool(Xt)))
+    # 346 of 600 categories (~55% of rows) pooled into one bin lose their effects (measured in the report)
+    assert a > b + 0.02, (a, b)
+
+
+def test_the_category_cap_warns():
+    rng = np.random.default_rng(0)
+    from skinflint.trainers.boosting.binning import MAX_CATEGORY_BINS
+    n_cat = MAX_CATEGORY_BINS + 100
+    c = np.repeat(np.arange(n_cat), 4)[rng.permutation(4 * n_cat)].astype(np.float32)
+    X = np.c_[c, rng.normal(size=c.size)].astype(np.float32)
+    with pytest.warns(UserWarning, match=f"feature 0 has {n_cat} categories: the {MAX_CATEGORY_BINS} most frequent"):
+        data = BinnedData.from_X(X, categorical=np.array([True, False]))
+    assert data.n_bins[0] == MAX_CATEGORY_BINS + 1 and data.n_slots == MAX_CATEGORY_BINS + 2
