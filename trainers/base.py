@@ -224,6 +224,12 @@ class CostSensitiveClassifier(ClassifierMixin, _CostSensitiveEstimator):
             raise ValueError("y: labels not seen in training")
         return idx
 
+    def _validate_eval_set(self, eval_set):
+        """``eval_set = (X_val, y_val)`` checked as the training data was:
+        float32 rows with the training columns, labels as class indices
+        (a label not seen in training is refused)."""
+        return self._validate_X(eval_set[0], reset=False), self._encode_labels(eval_set[1], reset=False)
+
     def _ir_classes(self):
         return [c.item() if hasattr(c, "item") else c for c in self.classes_]
 

@@ -47,6 +47,18 @@ def test_positive_grid_takes_a_number_or_a_sequence_and_refuses_the_rest():
             est.fit(X, y)
 
 
+def test_eval_set_is_checked_as_the_training_data_by_every_trainer_that_takes_one():
+    X, y = _string_labelled()
+    y_val = y[:40].copy()
+    y_val[0] = "eggs"                                   # a label the training rows do not have
+    for est in (LinearSVMClassifier(C=[0.1, 1.0], verbose=0), KernelSVMClassifier(C=[0.1, 1.0], verbose=0),
+                AFRClassifier(n_blocks=2, verbose=0, random_state=0)):
+        with pytest.raises(ValueError, match="labels not seen in training"):
+            est.fit(X, y, eval_set=(X[:40], y_val))
+        with pytest.raises(ValueError, match="features"):
+            est.fit(X, y, eval_set=(X[:40, :3], y[:40]))  # one column short
+
+
 def _string_labelled(seed=0, n=160):
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(n, 4)).astype(np.float32)

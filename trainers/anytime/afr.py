@@ -206,8 +206,7 @@ class AFRClassifier(CostSensitiveClassifier):
         rng = np.random.default_rng(self.random_state)
         rows = self._split(idx, rng, eval_set is not None)
         if eval_set is not None:
-            Xe = self._validate_X(eval_set[0], reset=False)
-            ie = self._encode_labels(eval_set[1], reset=False)
+            Xe, ie = self._validate_eval_set(eval_set)
             rows["O"] = np.arange(X.shape[0], X.shape[0] + Xe.shape[0])
             X, idx = np.concatenate([X, Xe]), np.concatenate([idx, ie])
         # small dense systems ([S+1]^2) and histograms of a few thousand rows

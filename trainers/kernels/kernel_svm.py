@@ -216,8 +216,8 @@ class KernelSVMClassifier(KernelEstimator):
         grid = [(float(c), resolve_gamma(g, Xs.shape[1])) for c in Cs for g in gs]
         if len(grid) > 1:
             if eval_set is not None:
-                fit_rows, Xv = np.arange(X.shape[0]), self._validate_X(eval_set[0], reset=False)
-                yv = self._encode_labels(eval_set[1], reset=False)
+                fit_rows = np.arange(X.shape[0])
+                Xv, yv = self._validate_eval_set(eval_set)
             else:
                 fit_rows, val = holdout_rows(X.shape[0], self.validation_fraction, self.random_state)
                 Xv, yv = X[val], idx[val]

@@ -309,8 +309,7 @@ class LinearSVMClassifier(LinearEstimator):
         if grid.size > 1:
             if eval_set is not None:
                 Xs, ys = X, idx
-                Xv = self._validate_X(eval_set[0], reset=False)
-                yv = self._encode_labels(eval_set[1], reset=False)
+                Xv, yv = self._validate_eval_set(eval_set)
             else:
                 if not 0 < self.validation_fraction < 1:
                     raise ValueError(f"validation_fraction must be in (0, 1), got {self.validation_fraction!r}")
