@@ -43,7 +43,9 @@ GOLDEN = os.path.join(os.path.dirname(__file__), "golden")
 # costs 0 and every path read paid features; at -Os one compact walk); the all_paid flag only where
 # the zero-cost shortcut reads it (clang -Wunused-but-set-variable); issue 30 item 2 (a tree's last
 # level keeps only its leaf values, leaf-only value tables); the batch walk's row pointer taken from
-# the block as one flat array.
+# the block as one flat array; sf_rows reads has_nan once through a (void) cast, since the -Os walk
+# never tests it (clang -Os -Werror: -Wunused-but-set-variable; model.c of the tree-bank outputs
+# only: greedy_miser, groups, multiclass, random_3, random_17, trees; the same code at -O0/-O2).
 #
 # ONNX: issue 30 item 3 (every graph): outputs come straight from the padding row's Slice (no
 # Identity); expf rescales by two table lookups by n (5 ops for 14, the same roundings); a negative
