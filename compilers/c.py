@@ -49,6 +49,16 @@ _env = jinja2.Environment(
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
+def _indent_c(text, width) -> str:
+    """Jinja's ``indent(width, true)`` (blank lines left alone) that keeps
+    preprocessor lines in column 0."""
+    return "".join(line if not line.strip() or line.startswith("#") else " " * width + line
+                   for line in text.splitlines(keepends=True))
+
+
+_env.filters["indent_c"] = _indent_c
+
+
 def hex_literal(v, suffix="") -> str:
     """The shortest C99 hex-float literal of the double ``v`` (exact):
     Python's ``float.hex`` with the mantissa's trailing zeros trimmed,
