@@ -45,7 +45,10 @@ GOLDEN = os.path.join(os.path.dirname(__file__), "golden")
 # level keeps only its leaf values, leaf-only value tables); the batch walk's row pointer taken from
 # the block as one flat array; sf_rows reads has_nan once through a (void) cast, since the -Os walk
 # never tests it (clang -Os -Werror: -Wunused-but-set-variable; model.c of the tree-bank outputs
-# only: greedy_miser, groups, multiclass, random_3, random_17, trees; the same code at -O0/-O2).
+# only: greedy_miser, groups, multiclass, random_3, random_17, trees; the same code at -O0/-O2); the
+# 8- and 4-row walks under #if BLOCK >= 8 / >= 4 (gcc -O2 -Werror -Warray-bounds at a block of 1 row,
+# the default past 1637 features; the same six files): tests/compilers/test_c_warnings.py, the batch
+# and rank parity tests pass.
 #
 # ONNX: issue 30 item 3 (every graph): outputs come straight from the padding row's Slice (no
 # Identity); expf rescales by two table lookups by n (5 ops for 14, the same roundings); a negative
