@@ -63,7 +63,8 @@ onnx-compat: install
 	build/floor/bin/pip install -q --no-deps --no-build-isolation -e .
 	build/floor/bin/python -m pytest -q -p no:cacheprovider tests/compilers/test_onnx_primitives.py \
 	  tests/parity/test_onnx.py -k "examples_match or empty_batch or ort_format or targets or without_budget or packing"
-	build/floor/bin/python -m pytest -q -p no:cacheprovider tests/parity/test_onnx_categorical.py
+	build/floor/bin/python -m pytest -q -p no:cacheprovider tests/parity/test_onnx_categorical.py \
+	  tests/parity/test_onnx_rank.py
 
 clean:
 	rm -rf $(VENV) skinflint-demo compare-results compare-results-quick .pytest_cache build *.egg-info docs/api/_build
