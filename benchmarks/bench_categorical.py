@@ -2,6 +2,7 @@
 against skinflint's numeric encodings (issue 34), in one run.
 
     python benchmarks/bench_categorical.py [--rows 50000] [--cardinalities 200,1000] [--trees 100] [--repeat 1]
+                                           [--threads N]
 
 Data (synthetic, no network): per cardinality K, one categorical feature
 with K categories of Zipf-like frequencies (weight 1/(rank+10)) whose hidden
@@ -10,7 +11,9 @@ linear effects; y ~ Bernoulli(sigmoid(effect + 0.5 x0 - 0.5 x1 + 0.3 x2)).
 ``--rows`` training rows and 20,000 test rows from the same law.
 
 Trainers, all 100 trees of depth 6 (LightGBM: 63 leaves, max_depth 6),
-learning rate 0.1, at least 20 rows per leaf, 255 bins, all threads:
+learning rate 0.1, at least 20 rows per leaf, 255 bins, all threads (``--threads``: that many, for
+LightGBM and numba alike; one thread times the work itself on a loaded machine, where every parallel
+region waits for its threads to be scheduled):
 LightGBM with ``categorical_feature=[0]`` (its defaults: cat_l2 10,
 cat_smooth 10, max_cat_threshold 32, min_data_per_group 100,
 max_cat_to_onehot 4), skinflint GBRT with ``categorical_features=[0]``
@@ -85,7 +88,7 @@ def run(K, args):
 
     booster, sec = timed_fit(lambda: lgb.LGBMClassifier(
         n_estimators=args.trees, num_leaves=63, max_depth=6, learning_rate=0.1, min_child_samples=20,
-        min_child_weight=0.0, subsample=1.0, colsample_bytree=1.0, max_bin=255, n_jobs=os.cpu_count(),
+        min_child_weight=0.0, subsample=1.0, colsample_bytree=1.0, max_bin=255, n_jobs=args.threads,
         verbose=-1), X, y, categorical_feature=[0])
     rows["LightGBM categorical_feature"] = (*scores(yt, booster.predict_proba(Xt)[:, 1]), sec)
     fit_skinflint("skinflint categorical_features", X, Xt, categorical_features=[0])
@@ -97,7 +100,7 @@ def run(K, args):
     bins = BinnedData.from_X(X, categorical=np.array([True, False, False, False, False]))
     print(f"\n{K} categories, {int(bins.n_bins[0]) - 1} with a bin ({bins.binned.dtype} bins): "
           f"{args.rows} training rows, {TEST_ROWS} test rows, {args.trees} trees of depth 6, "
-          f"{os.cpu_count()} threads")
+          f"{args.threads} threads")
     print("| trainer | test AUC | / LightGBM's | test log-loss | / LightGBM's | train s | / LightGBM's |")
     print("|---|---|---|---|---|---|---|")
     for label, (auc, ll, s) in rows.items():
@@ -112,7 +115,10 @@ def main():
     ap.add_argument("--trees", type=int, default=100)
     ap.add_argument("--repeat", type=int, default=1, help="fits per trainer; the fastest is quoted")
     ap.add_argument("--no-onehot", action="store_true", help="skip the one-hot fits (the slowest)")
+    ap.add_argument("--threads", type=int, default=os.cpu_count(), help="threads for LightGBM and numba")
     args = ap.parse_args()
+    import numba
+    numba.set_num_threads(min(args.threads, numba.config.NUMBA_NUM_THREADS))
     from skinflint.trainers import GreedyMiserClassifier
     # warm-up, not timed: numba's compile or cache load of every kernel (40,000 rows: the parallel partitions
     # too), for uint8 bins (50 categories) and uint16 bins (1000 categories: more than 255 bins)

@@ -398,8 +398,8 @@ def test_high_cardinality_model_verifies_and_uses_the_rare_categories():
     from sklearn.metrics import roc_auc_score
     a = roc_auc_score(yt, est.decision_function(Xt))
     b = roc_auc_score(yt, pooled.decision_function(pool(Xt)))
-    # 346 of 600 categories (~55% of rows) pooled into one bin lose their effects (measured in the report)
-    assert a > b + 0.02, (a, b)
+    # 346 of 600 categories (half the rows) pooled into one bin lose their effects (measured AUC 0.727 vs 0.661)
+    assert a > b + 0.03, (a, b)
 
 
 def test_the_category_cap_warns():
