@@ -160,8 +160,8 @@ def cmd_train(args):
     print(f"wrote {args.output}")
     if model.scores_queries:
         print("note: a query-level exit: the reference runtime (ReferenceRuntime(model).rank(X, group)) and "
-              "the generated C (<prefix>_rank_query) rank it; ONNX and per-row predict refuse it. "
-              "--exit-rule row trains a per-row model every backend runs.")
+              "the generated C (<prefix>_rank_query) and ONNX (OnnxRuntime(graph).rank, one query per run) rank "
+              "it; per-row predict refuses it. --exit-rule row trains a per-row model.")
 
 
 def _categorical_mask(spec: str, names) -> np.ndarray:
@@ -383,8 +383,8 @@ def build_parser():
     s.add_argument("--exit-threshold", type=float, default=2.0, help="early-exit margin s")
     s.add_argument("--exit-rule", choices=["query", "row"], default="query",
                    help="early-exit ranker: the papers' per-query rule (a query-level model: the reference "
-                        "runtime and the generated C rank it, ONNX does not yet) or the per-row rule every "
-                        "backend compiles")
+                        "runtime, the generated C and ONNX rank it one query at a time) or the per-row rule, "
+                        "scored row by row")
     s.add_argument("--valid", help="validation rows for early stopping")
     s.add_argument("--categorical", metavar="COLUMNS",
                    help="comma-separated columns (header names or 0-based positions) holding category codes "
