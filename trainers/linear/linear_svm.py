@@ -38,7 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import linalg
-from ..common import class_weight_per_class, no_predict_proba, positive_grid, progress_bar, single_thread
+from ..common import class_weight_per_class, holdout_rows, no_predict_proba, positive_grid, progress_bar, single_thread
 from .linear_estimator import LinearEstimator, standardized
 
 
@@ -311,11 +311,8 @@ class LinearSVMClassifier(LinearEstimator):
                 Xs, ys = X, idx
                 Xv, yv = self._validate_eval_set(eval_set)
             else:
-                if not 0 < self.validation_fraction < 1:
-                    raise ValueError(f"validation_fraction must be in (0, 1), got {self.validation_fraction!r}")
-                perm = np.random.default_rng(self.random_state).permutation(X.shape[0])
-                n_val = max(1, int(round(self.validation_fraction * X.shape[0])))
-                Xs, ys, Xv, yv = X[perm[n_val:]], idx[perm[n_val:]], X[perm[:n_val]], idx[perm[:n_val]]
+                fit_rows, val = holdout_rows(X.shape[0], self.validation_fraction, self.random_state)
+                Xs, ys, Xv, yv = X[fit_rows], idx[fit_rows], X[val], idx[val]
             from ...runtimes.reference import predict
             scores = []
             with progress_bar(self.verbose, grid.size, "linear SVM grid", "fit") as bar:

@@ -128,3 +128,20 @@ def test_linear_svm_refuses_missing_values():
     X = np.array([[0.0, 1.0], [np.nan, 0.0], [1.0, 1.0]])
     with pytest.raises(ValueError, match="impute"):
         LinearSVMClassifier().fit(X, [0, 1, 0])
+
+
+def test_linear_svm_c_grid_without_eval_set_holds_out_the_shared_split():
+    # the C grid's internal hold-out is common.holdout_rows, the split every
+    # other trainer carves (floor of fraction * n rows): with 19 rows and 0.25,
+    # 4 validation rows (rounding 4.75 would take 5); the scores are recomputed here
+    # from fits on exactly those rows
+    from skinflint.trainers.common import holdout_rows
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(19, 3))
+    y = (X[:, 0] + 0.5 * rng.normal(size=19) > 0).astype(int)
+    grid = [1e-3, 10.0]
+    m = LinearSVMClassifier(C=grid, validation_fraction=0.25, random_state=7, verbose=0).fit(X, y)
+    fit_rows, val = holdout_rows(19, 0.25, 7)
+    assert len(val) == 4
+    want = [LinearSVMClassifier(C=c, verbose=0).fit(X[fit_rows], y[fit_rows]).score(X[val], y[val]) for c in grid]
+    assert m.validation_scores_ == want
