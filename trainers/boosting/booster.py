@@ -190,7 +190,11 @@ def boost(data: BinnedData, loss: Loss, target, n_rounds, *, weight=None, costs=
         The training rows, binned.
     loss : Loss
         Gradients, hessians and value (``trainers.losses``); ``loss.n_outputs``
-        trees per round.
+        trees per round.  With K > 1 outputs every tree of a round fits the
+        gradients g_ik = dl/df_k(x_i) at the scores f^(t-1) of the round's
+        start, f_k^(t) = f_k^(t-1) + lr * h_tk (LightGBM, XGBoost), not at
+        scores that classes 0..k-1 already moved (docs/boosting.md,
+        "Multiclass").
     target : ndarray
         Encoded targets, as ``loss`` expects them.
     n_rounds : int
@@ -281,8 +285,13 @@ def boost(data: BinnedData, loss: Loss, target, n_rounds, *, weight=None, costs=
                 return state.penalty()
             return None
         round_trees = []
+        # Every class's gradients come from the scores at the start of the round (LightGBM, XGBoost):
+        # class k's tree must not see classes 0..k-1 already moved, or the round's K Newton steps
+        # compound (26-class letter diverged at learning rate 0.2-0.3; docs/boosting.md, "Multiclass").
+        # One output (binary, regression) has nothing to hold back: raw itself, as before.
+        start = raw.copy() if K > 1 else raw
         for k in range(K):
-            loss.gradients(target, raw, k, g, h)
+            loss.gradients(target, start, k, g, h)
             g *= w
             if least_squares:   # Eq. (2.5): fit -g by weighted least squares, whatever the loss
                 h[:] = w

@@ -35,8 +35,19 @@ def squared_hinge(y, raw, g, h):
 
 @njit(cache=True, parallel=True)
 def softmax_class(Y, raw, k, g, h):
-    """Multiclass log-loss, gradient of class k; raw is [N, K], Y one-hot."""
+    """Multiclass log-loss, gradient and hessian of class k; raw is [N, K],
+    Y one-hot.  With p = softmax(raw):
+
+        g_ik = p_ik - y_ik,        h_ik = K / (K - 1) * p_ik (1 - p_ik)
+
+    The K / (K - 1) factor is LightGBM's (``multiclass_objective.hpp``):
+    p (1 - p) is the diagonal of the softmax hessian, which ignores that
+    the K trees of a round all move at once; the factor shrinks every
+    Newton step to what the coupled classes can take (XGBoost uses 2).
+    Without it, 26-class letter diverged at learning rate 0.3
+    (docs/boosting.md, "Multiclass")."""
     N, K = raw.shape
+    factor = K / (K - 1.0) if K > 1 else 1.0
     for i in prange(N):
         m = raw[i, 0]
         for j in range(1, K):
@@ -46,7 +57,7 @@ def softmax_class(Y, raw, k, g, h):
             s += np.exp(raw[i, j] - m)
         p = np.exp(raw[i, k] - m) / s
         g[i] = p - Y[i, k]
-        h[i] = max(p * (1.0 - p), 1e-16)
+        h[i] = max(factor * p * (1.0 - p), 1e-16)
 
 
 LOSSES = ("squared", "logistic", "multiclass", "squared_hinge")
@@ -123,7 +134,9 @@ class SquaredHingeLoss(Loss):
 
 class SoftmaxLoss(Loss):
     """Multiclass log-loss on one-hot targets [N, K]: one tree per class per
-    round."""
+    round.  The booster computes every class's gradients of a round from
+    the scores at the start of that round (as LightGBM and XGBoost do), and
+    the hessian carries LightGBM's K / (K - 1) factor (``softmax_class``)."""
 
     name = "multiclass"
 
