@@ -7,10 +7,12 @@ split "bin <= b" is exactly the IR test ``x <= t_b`` on float32 inputs.
 Binned data are uint8 [F, N], the missing bin 255, histograms 256 slots
 wide.  A categorical feature may need more bins (``category_counts``, as
 LightGBM's bin mapper: its frequent categories up to 99% of the rows); then,
-and only then, every feature is stored as uint16 and the histograms are
-``n_slots`` = (the most bins of any feature) + 1 wide, the last slot being
-the missing bin (``widen``).  The kernels read the width from their arrays
-and numba compiles them once per dtype, so numeric data keep the uint8
+and only then, every feature is stored as uint16, NaN in bin ``n_slots - 1``
+= (the most bins of any feature), the bin the category sets and partition
+read (``widen``); the histograms are then flat, feature f only
+``n_bins[f] + 1`` slots wide, its missing slot last
+(``histogram.flat_offsets``), so their memory and work grow with the wide
+feature's bins, not with F x its bins.  Numeric data keep the uint8
 kernels, their speed and their models' bytes.
 """
 from concurrent.futures import ThreadPoolExecutor
@@ -20,8 +22,8 @@ from numba import get_num_threads, njit, prange
 
 MISSING_BIN = 255          # NaN
 MAX_BINS = 255             # value bins 0..254: at most 254 thresholds
-#: at most this many categories of one feature get a bin (uint16 data; the histograms of every feature are
-#: as wide as the widest, so the cap bounds their memory: 4096 slots x 20 bytes per feature and node)
+#: at most this many categories of one feature get a bin (uint16 data; LightGBM's cap), so one feature's
+#: histograms are at most 4096 slots x 20 bytes per node
 MAX_CATEGORY_BINS = 4094
 CATEGORY_SHARE = 0.99      # LightGBM's bin mapper: more categories while the kept cover less than this
 MIN_CATEGORY_ROWS = 3      # ... and the next has at least this many rows (LightGBM's min_data_in_bin)

@@ -12,9 +12,19 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .binning import n_slots
-from .histogram import build_level, hot_bins, new_level, node_sums, subtract_level
+from .histogram import (
+    build_flat_level,
+    build_level,
+    flat_offsets,
+    hot_bins,
+    new_flat_level,
+    new_level,
+    node_sums,
+    subtract_flat_level,
+    subtract_level,
+)
 from .partition import partition, partition_set
-from .splitting import level_category_splits, level_splits
+from .splitting import level_category_splits, level_flat_category_splits, level_flat_splits, level_splits
 
 
 @dataclass(frozen=True)
@@ -85,11 +95,45 @@ def grow(binned, n_bins, rows, g, h, *, max_depth, min_samples_leaf, l2, penalty
     tree.order = order
     F = binned.shape[0]
     width = n_slots(binned, n_bins)      # 256 for uint8 data: the histograms and kernels as before
+    if binned.dtype == np.uint8:     # [nodes, F, 256] histograms
+        def level(n, key):
+            return new_level(n, F, workspace, key, width)
+
+        def build(starts, stops, slots, out):
+            build_level(binned, order, starts, stops, slots, g, h, active, hot, *out)
+
+        def subtract(parents, out, smalls, bigs):
+            subtract_level(*hist, parents, *out, smalls, bigs)  # type: ignore[call-arg]  # numba's stubs cannot count *-args
+
+        def num_splits(sums, act):
+            return level_splits(*hist, n_bins, sums, l2, min_samples_leaf, act)  # type: ignore[call-arg]  # numba's stubs cannot count *-args
+
+        def cat_splits(sums):
+            return level_category_splits(*hist, n_bins, sums, l2, min_samples_leaf, cat_f, *cat_args)  # type: ignore[call-arg]  # numba's stubs cannot count *-args
+    else:   # uint16 data: flat histograms, each feature n_bins[f] + 1 slots wide (histogram.flat_offsets)
+        offsets = flat_offsets(n_bins)
+
+        def level(n, key):
+            return new_flat_level(n, int(offsets[-1]), workspace, key)
+
+        def build(starts, stops, slots, out):
+            build_flat_level(binned, order, starts, stops, slots, g, h, active, offsets, *out)
+
+        def subtract(parents, out, smalls, bigs):
+            subtract_flat_level(*hist, parents, *out, smalls, bigs, offsets)  # type: ignore[call-arg]  # numba's stubs cannot count *-args
+
+        def num_splits(sums, act):
+            return level_flat_splits(*hist, offsets, n_bins, sums, l2, min_samples_leaf, act)  # type: ignore[call-arg]  # numba's stubs cannot count *-args
+
+        def cat_splits(sums):
+            return level_flat_category_splits(*hist, offsets, width, n_bins, sums, l2, min_samples_leaf, cat_f,  # type: ignore[call-arg]  # numba's stubs cannot count *-args
+                                              *cat_args)
     cat_f = None
     if categories is not None and np.any(categories.is_cat & active):
         cat_f = np.flatnonzero(categories.is_cat & active).astype(np.int64)
         num_active = active & ~categories.is_cat
-        co = categories
+        cat_args = (float(categories.cat_l2), float(categories.cat_smooth), int(categories.max_cat_threshold),
+                    float(categories.min_data_per_group), int(categories.max_cat_to_onehot))
 
     def splittable(depth, n):
         return depth < max_depth and n >= 2 * min_samples_leaf
@@ -99,19 +143,17 @@ def grow(binned, n_bins, rows, g, h, *, max_depth, min_samples_leaf, l2, penalty
         tree.leaves.append((0, 0, order.shape[0]))
         return tree
     frontier = [(0, 0, order.shape[0])]
-    hist = new_level(1, F, workspace, 0, width)
-    hot = hot_bins(binned)
+    hist = level(1, 0)
+    hot = hot_bins(binned) if binned.dtype == np.uint8 else None
     first = np.zeros(1, np.int64)
-    build_level(binned, order, first, np.array([order.shape[0]], np.int64), first, g, h, active, hot, *hist)
+    build(first, np.array([order.shape[0]], np.int64), first, hist)
     for depth in range(max_depth):
         sums = np.array([tree.sums[nid] for nid, _, _ in frontier], np.float64)
         if cat_f is None:
-            brackets, bins, mleft, left_sums = level_splits(*hist, n_bins, sums, l2, min_samples_leaf, active)  # type: ignore[call-arg]  # numba's stubs cannot count *-args
+            brackets, bins, mleft, left_sums = num_splits(sums, active)
         else:
-            brackets, bins, mleft, left_sums = level_splits(*hist, n_bins, sums, l2, min_samples_leaf, num_active)  # type: ignore[call-arg]  # numba's stubs cannot count *-args
-            cgain, csets, csums = level_category_splits(  # type: ignore[call-arg]  # numba's stubs cannot count *-args
-                *hist, n_bins, sums, l2, min_samples_leaf, cat_f, float(co.cat_l2), float(co.cat_smooth),
-                int(co.max_cat_threshold), float(co.min_data_per_group), int(co.max_cat_to_onehot))
+            brackets, bins, mleft, left_sums = num_splits(sums, num_active)
+            cgain, csets, csums = cat_splits(sums)
             brackets[:, cat_f] = cgain
             left_sums[:, cat_f] = csums
             mleft[:, cat_f] = False     # NaN goes right at a set split (LightGBM)
@@ -161,11 +203,10 @@ def grow(binned, n_bins, rows, g, h, *, max_depth, min_samples_leaf, l2, penalty
         # that are only built for their sibling's subtraction
         extra = iter(range(len(nxt), len(nxt) + len(small)))
         slots = np.array([a if a is not None else next(extra) for _, _, a in small], np.int64)
-        new = new_level(len(nxt) + sum(a is None for _, _, a in small), F, workspace, (depth + 1) % 2, width)
-        build_level(binned, order, np.array([s for s, _, _ in small], np.int64),
-                    np.array([e for _, e, _ in small], np.int64), slots, g, h, active, hot, *new)
+        new = level(len(nxt) + sum(a is None for _, _, a in small), (depth + 1) % 2)
+        build(np.array([s for s, _, _ in small], np.int64), np.array([e for _, e, _ in small], np.int64), slots, new)
         if pairs:
             p = np.array(pairs, np.int64).reshape(-1, 3)
-            subtract_level(*hist, p[:, 0], *new, slots[p[:, 1]], p[:, 2])  # type: ignore[call-arg]  # numba's stubs cannot count *-args
+            subtract(p[:, 0], new, slots[p[:, 1]], p[:, 2])
         hist = new
     return tree

@@ -198,3 +198,52 @@ def level_category_splits(hg, hh, hc, n_bins, sums, l2, min_samples_leaf, cat_fe
         gain[j, c] = best
         left_sums[j, c, 0], left_sums[j, c, 1], left_sums[j, c, 2] = bG, bH, bN
     return gain, sets, left_sums
+
+
+# ---------------------------------------------------------------- flat histograms (uint16 data)
+@njit(cache=True, parallel=True)
+def level_flat_splits(hg, hh, hc, offsets, n_bins, sums, l2, min_samples_leaf, active):
+    """``level_splits`` over flat histograms (``histogram.flat_offsets``):
+    feature f's slots ``offsets[f]:offsets[f + 1]``, its missing slot last."""
+    J, F = hg.shape[0], offsets.shape[0] - 1
+    gain = np.full((J, F), -np.inf)
+    bins = np.zeros((J, F), np.int64)
+    mleft = np.zeros((J, F), np.bool_)
+    left_sums = np.zeros((J, F, 3))
+    for t in prange(J * F):
+        j, f = t // F, t % F
+        if not active[f]:
+            continue
+        G, H, N = sums[j, 0], sums[j, 1], sums[j, 2]
+        a, b = offsets[f], offsets[f + 1]
+        best, bb, bm, bG, bH, bN = _feature_split(hg[j, a:b], hh[j, a:b], hc[j, a:b], n_bins[f], G, H, N, l2,
+                                                  min_samples_leaf, _score(G, H, l2))
+        if best > -np.inf:
+            gain[j, f] = best
+            bins[j, f] = bb
+            mleft[j, f] = bm
+            left_sums[j, f, 0], left_sums[j, f, 1], left_sums[j, f, 2] = bG, bH, bN
+    return gain, bins, mleft, left_sums
+
+
+@njit(cache=True, parallel=True)
+def level_flat_category_splits(hg, hh, hc, offsets, width, n_bins, sums, l2, min_samples_leaf, cat_features, cat_l2,
+                               cat_smooth, max_cat_threshold, min_data_per_group, max_cat_to_onehot):
+    """``level_category_splits`` over flat histograms; the left sets are
+    ``width`` (``binning.n_slots``) wide, as the partition reads them."""
+    J, C = hg.shape[0], cat_features.shape[0]
+    gain = np.full((J, C), -np.inf)
+    sets = np.zeros((J, C, width), np.uint8)
+    left_sums = np.zeros((J, C, 3))
+    for t in prange(J * C):
+        j, c = t // C, t % C
+        f = cat_features[c]
+        a, b = offsets[f], offsets[f + 1]
+        G, H, N = sums[j, 0], sums[j, 1], sums[j, 2]
+        best, bG, bH, bN = _categorical_split(hg[j, a:b], hh[j, a:b], hc[j, a:b], n_bins[f] - 1, G, H, N, l2,
+                                              min_samples_leaf, cat_l2, cat_smooth, max_cat_threshold,
+                                              min_data_per_group, max_cat_to_onehot, _score(G, H, l2),
+                                              sets[j, c])
+        gain[j, c] = best
+        left_sums[j, c, 0], left_sums[j, c, 1], left_sums[j, c, 2] = bG, bH, bN
+    return gain, sets, left_sums
