@@ -59,31 +59,17 @@ def _feature_split(hg, hh, hc, n_bins, G, H, N, l2, min_samples_leaf, parent):
     return best, bb, bm, bG, bH, bN
 
 
-@njit(cache=True, parallel=True)
 def level_splits(hg, hh, hc, n_bins, sums, l2, min_samples_leaf, active):
     """Per node j (histograms ``hg[j]`` etc., sums ``sums[j] = (G, H, N)``)
     and feature f: (bracket, bin, missing_left, G_L, H_L, N_L) of its best
     split, before any penalty; bracket -inf when f has no valid split.  The
     left sums give the children's (G, H, N) without another pass over their
     rows."""
-    J, F = hg.shape[0], hg.shape[1]
-    gain = np.full((J, F), -np.inf)
-    bins = np.zeros((J, F), np.int64)
-    mleft = np.zeros((J, F), np.bool_)
-    left_sums = np.zeros((J, F, 3))
-    for t in prange(J * F):
-        j, f = t // F, t % F
-        if not active[f]:
-            continue
-        G, H, N = sums[j, 0], sums[j, 1], sums[j, 2]
-        best, bb, bm, bG, bH, bN = _feature_split(hg[j, f], hh[j, f], hc[j, f], n_bins[f], G, H, N, l2,
-                                                  min_samples_leaf, _score(G, H, l2))
-        if best > -np.inf:
-            gain[j, f] = best
-            bins[j, f] = bb
-            mleft[j, f] = bm
-            left_sums[j, f, 0], left_sums[j, f, 1], left_sums[j, f, 2] = bG, bH, bN
-    return gain, bins, mleft, left_sums
+    # histograms [nodes, F, slots] are flat histograms whose feature f owns
+    # slots f*slots:(f+1)*slots, so one kernel serves both layouts
+    J, F, W = hg.shape
+    return level_flat_splits(hg.reshape(J, F * W), hh.reshape(J, F * W), hc.reshape(J, F * W),
+                             np.arange(F + 1, dtype=np.int64) * W, n_bins, sums, l2, min_samples_leaf, active)
 
 
 def best_splits(hg, hh, hc, n_bins, G, H, N, l2, min_samples_leaf, penalty, active):
@@ -176,28 +162,17 @@ def _categorical_split(hg, hh, hc, n_cat, G, H, N, l2, min_samples_leaf, cat_l2,
     return best, bG, bH, bN
 
 
-@njit(cache=True, parallel=True)
 def level_category_splits(hg, hh, hc, n_bins, sums, l2, min_samples_leaf, cat_features, cat_l2, cat_smooth,
                           max_cat_threshold, min_data_per_group, max_cat_to_onehot):
     """``level_splits`` for the categorical features ``cat_features``
     (indices; their bins are categories, ``binning.category_bins``): per
     node j and listed feature c, (bracket, left set over bins [slots] uint8,
     G_L, H_L, N_L) of the best set split (``_categorical_split``)."""
-    J, C = hg.shape[0], cat_features.shape[0]
-    gain = np.full((J, C), -np.inf)
-    sets = np.zeros((J, C, hg.shape[2]), np.uint8)
-    left_sums = np.zeros((J, C, 3))
-    for t in prange(J * C):
-        j, c = t // C, t % C
-        f = cat_features[c]
-        G, H, N = sums[j, 0], sums[j, 1], sums[j, 2]
-        best, bG, bH, bN = _categorical_split(hg[j, f], hh[j, f], hc[j, f], n_bins[f] - 1, G, H, N, l2,
-                                              min_samples_leaf, cat_l2, cat_smooth, max_cat_threshold,
-                                              min_data_per_group, max_cat_to_onehot, _score(G, H, l2),
-                                              sets[j, c])
-        gain[j, c] = best
-        left_sums[j, c, 0], left_sums[j, c, 1], left_sums[j, c, 2] = bG, bH, bN
-    return gain, sets, left_sums
+    J, F, W = hg.shape     # as level_splits: the flat kernel over [nodes, F, slots]
+    return level_flat_category_splits(hg.reshape(J, F * W), hh.reshape(J, F * W), hc.reshape(J, F * W),
+                                      np.arange(F + 1, dtype=np.int64) * W, W, n_bins, sums, l2, min_samples_leaf,
+                                      cat_features, cat_l2, cat_smooth, max_cat_threshold, min_data_per_group,
+                                      max_cat_to_onehot)
 
 
 # ---------------------------------------------------------------- flat histograms (uint16 data)
