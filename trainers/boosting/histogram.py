@@ -203,19 +203,15 @@ def build_level(binned, order, starts, stops, slots, g, h, active, hot, hg, hh, 
                     hc[s, f, :] = counts[f - f0, :W]
 
 
-@njit(cache=True, parallel=True)
 def subtract_level(pg, ph, pc, parents, hg, hh, hc, smalls, bigs):
     """The subtraction trick for a level: node ``bigs[q]``'s histograms are
     its parent's (``parents[q]`` in the previous level's p arrays) minus
-    its built sibling's (``smalls[q]``)."""
-    F = hg.shape[1]
-    for t in prange(parents.shape[0] * F):
-        q, f = t // F, t % F
-        p, s, b = parents[q], smalls[q], bigs[q]
-        for j in range(hg.shape[2]):
-            hg[b, f, j] = pg[p, f, j] - hg[s, f, j]
-            hh[b, f, j] = ph[p, f, j] - hh[s, f, j]
-            hc[b, f, j] = pc[p, f, j] - hc[s, f, j]
+    its built sibling's (``smalls[q]``).  [nodes, F, width] histograms are
+    flat ones whose feature f owns slots f*width:(f+1)*width, so
+    ``subtract_flat_level`` serves both layouts."""
+    F, W = hg.shape[1], hg.shape[2]
+    flat = [a.reshape(a.shape[0], F * W) for a in (pg, ph, pc, hg, hh, hc)]
+    subtract_flat_level(*flat[:3], parents, *flat[3:], smalls, bigs, np.arange(F + 1, dtype=np.int64) * W)
 
 
 # ------------------------------------------------ per-feature widths (uint16 data)
