@@ -23,7 +23,7 @@
 #      for the aarch64 platform (no compiler, nothing built).
 #   3. DEST/tree: skinflint's import layout of CHECKOUT as links
 #      (skinflint/_static_tree.py), so the wrapper imports that checkout's code.
-#   4. DEST/python: runs `qemu-aarch64 -L DEST/root DEST/root/usr/bin/python3.11`
+#   4. DEST/python: runs the root's python3.11 under `qemu-aarch64 -L DEST/root`
 #      with PYTHONPATH=DEST/tree:DEST/site and PYTHONSAFEPATH=1 (a checkout's
 #      top-level skinflint/ folder in the working directory must not shadow the
 #      tree's).
@@ -47,17 +47,18 @@ DEST=$(cd "$DEST" && pwd)
 
 command -v qemu-aarch64 >/dev/null || { echo "qemu-aarch64 not found: install qemu-user" >&2; exit 1; }
 
+# the root's interpreter, wherever the Debian package put it
+root_python() { find "$DEST/root" -path '*/bin/python3.11' -type f 2>/dev/null | head -1; }
+
 # 1. the arm64 root with python3.11 (debootstrap resolves its dependencies)
-if [ ! -x "$DEST/root/usr/bin/python3.11" ]; then
+if [ -z "$(root_python)" ]; then
     rm -rf "$DEST/root"
     debootstrap --foreign --arch=arm64 --variant=minbase --include=python3.11,libstdc++6 \
         bookworm "$DEST/root" "$MIRROR" >"$DEST/debootstrap.log" 2>&1 \
         || { echo "debootstrap failed: see $DEST/debootstrap.log" >&2; exit 1; }
     # the first stage unpacks only the required packages: the included ones
     # (python3.11 and its libraries) lie downloaded in the cache
-    for deb in "$DEST"/root/var/cache/apt/archives/*.deb; do
-        dpkg -x "$deb" "$DEST/root"
-    done
+    find "$DEST/root" -name '*.deb' -exec dpkg -x {} "$DEST/root" \;
 fi
 
 # 2. the wheels, at the host's versions where it has them
@@ -85,10 +86,11 @@ fi
 "$PYTHON" "$CHECKOUT/skinflint/_static_tree.py" "$DEST/tree" >/dev/null
 
 # 4. the wrapper
+ROOT_PYTHON=$(root_python)
 cat >"$DEST/python" <<EOF
 #!/bin/sh
 # aarch64 CPython 3.11 under qemu-user (written by tests/trainers/aarch64_python.sh)
-PYTHONPATH=$DEST/tree:$DEST/site PYTHONSAFEPATH=1 exec qemu-aarch64 -L $DEST/root $DEST/root/usr/bin/python3.11 "\$@"
+PYTHONPATH=$DEST/tree:$DEST/site PYTHONSAFEPATH=1 exec qemu-aarch64 -L $DEST/root $ROOT_PYTHON "\$@"
 EOF
 chmod +x "$DEST/python"
 "$DEST/python" -c "import platform, numpy, scipy, numba, sklearn, skinflint.trainers; \
