@@ -12,7 +12,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from skinflint import datasets, ir
+from skinflint import ir
 from skinflint.compilers.c import C_FLAGS, STRICT_WARNINGS, compile_c
 from skinflint.ir.arrays import frozen
 from skinflint.ir.random_model import random_model, with_category_splits
@@ -20,6 +20,7 @@ from skinflint.runtimes.c import CRuntime
 from skinflint.runtimes.c_targets import run_rank_on_target, target_available
 from skinflint.runtimes.reference import rank
 from skinflint.verify import verify_ranking
+from tests.ranking.fitted import cascade_ranker_model, early_exit_ranker_model, yahoo
 from tests.ranking.test_query_exit import grid_rows, random_bank_model
 
 FIELDS = ("scores", "cost", "stage", "n_trees", "dropped", "order", "features_used")
@@ -177,31 +178,17 @@ def test_category_set_banks(seed):
         assert_clean(verify_ranking(m, X, runtimes=[CRuntime(m, api=api)], seed=seed))
 
 
-@pytest.fixture(scope="module")
-def yahoo():
-    ds = datasets.make_yahoo_like(60, 20, seed=3)
-    return ds, *ds.split_queries(0.25, 0.25, seed=0)
-
-
-def test_early_exit_ranker_query_rule(yahoo):
-    from skinflint.trainers.boosting.ranker import EarlyExitRanker
-    ds, tr, va, te = yahoo
-    ee = EarlyExitRanker(feature_costs=ds.feature_costs, tree_eval_cost=1.0, n_estimators=20, max_depth=3,
-                         min_samples_leaf=5, verbose=0, random_state=0, exit_every=4,
-                         exit_rule="query").fit(tr.X, tr.y, tr.qid)
-    m = ee.to_ir()
+def test_early_exit_ranker_query_rule():
+    te = yahoo()[3]
+    m = early_exit_ranker_model()
     assert m.scores_queries
     for api in ("dense", "lazy"):
         assert_clean(verify_ranking(m, te.X, runtimes=[CRuntime(m, api=api)]))
 
 
-def test_cascade_ranker(yahoo):
-    from skinflint.trainers.boosting.cascade_ranker import CascadeRanker
-    ds, tr, va, te = yahoo
-    cr = CascadeRanker(feature_costs=ds.feature_costs, tolerance=0.01, n_estimators=24, max_depth=3,
-                       min_samples_leaf=5, verbose=0, random_state=0, cost_tradeoff=1e-4, tree_eval_cost=1.0,
-                       n_stages=3, keep_grid=(3, 6, 12)).fit(tr.X, tr.y, tr.qid, eval_set=(va.X, va.y, va.qid))
-    m = cr.to_ir()
+def test_cascade_ranker():
+    te = yahoo()[3]
+    m = cascade_ranker_model()
     assert m.scores_queries
     assert_clean(verify_ranking(m, te.X, runtimes=("c",)))
 

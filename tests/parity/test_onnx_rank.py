@@ -14,7 +14,7 @@ import numpy as np
 import onnx
 import pytest
 
-from skinflint import datasets, ir
+from skinflint import ir
 from skinflint.compilers.onnx import compile_onnx
 from skinflint.ir.arrays import frozen
 from skinflint.runtimes.onnx import OnnxRuntime
@@ -29,6 +29,7 @@ from tests.parity.test_c_rank import (
     stumps,
     zero_tree_costs,
 )
+from tests.ranking.fitted import cascade_ranker_model, early_exit_ranker_model, yahoo
 from tests.ranking.test_query_exit import grid_rows, random_bank_model
 
 
@@ -158,19 +159,9 @@ def test_other_tree_operators(tree_op):
     assert_clean(verify_ranking(m, grid_rows(200, 6, 5), runtimes=[OnnxRuntime(m, tree_op=tree_op)], seed=5))
 
 
-@pytest.fixture(scope="module")
-def yahoo():
-    ds = datasets.make_yahoo_like(60, 20, seed=3)
-    return ds, *ds.split_queries(0.25, 0.25, seed=0)
-
-
-def test_early_exit_ranker_query_rule(yahoo):
-    from skinflint.trainers.boosting.ranker import EarlyExitRanker
-    ds, tr, va, te = yahoo
-    ee = EarlyExitRanker(feature_costs=ds.feature_costs, tree_eval_cost=1.0, n_estimators=20, max_depth=3,
-                         min_samples_leaf=5, verbose=0, random_state=0, exit_every=4,
-                         exit_rule="query").fit(tr.X, tr.y, tr.qid)
-    m = ee.to_ir()
+def test_early_exit_ranker_query_rule():
+    te = yahoo()[3]
+    m = early_exit_ranker_model()
     assert m.scores_queries
     rep = verify_ranking(m, te.X, runtimes=[OnnxRuntime(m)])
     assert_clean(rep)
@@ -178,13 +169,9 @@ def test_early_exit_ranker_query_rule(yahoo):
     assert ref.dropped.any()       # the rule drops documents here: the parity above covers drops
 
 
-def test_cascade_ranker(yahoo):
-    from skinflint.trainers.boosting.cascade_ranker import CascadeRanker
-    ds, tr, va, te = yahoo
-    cr = CascadeRanker(feature_costs=ds.feature_costs, tolerance=0.01, n_estimators=24, max_depth=3,
-                       min_samples_leaf=5, verbose=0, random_state=0, cost_tradeoff=1e-4, tree_eval_cost=1.0,
-                       n_stages=3, keep_grid=(3, 6, 12)).fit(tr.X, tr.y, tr.qid, eval_set=(va.X, va.y, va.qid))
-    m = cr.to_ir()
+def test_cascade_ranker():
+    te = yahoo()[3]
+    m = cascade_ranker_model()
     assert m.scores_queries
     assert_clean(verify_ranking(m, te.X, runtimes=("onnx",)))
 
