@@ -57,6 +57,7 @@ from onnx import TensorProto, helper
 
 from ..ir.codes import QX_CUTOFF
 from ..ir.lowering import lower_query
+from ..ir.nodes import QueryExitNode
 from .onnx_cost import Costs, exact_in_any_order
 from .onnx_graph import Graph, match_constant_ranks, rows_like
 from .onnx_outputs import finish
@@ -229,19 +230,17 @@ def query_graph(g: Graph, model, tables, tree_op, X, budget, with_budget, with_u
 
 
 def _check_checkpoints(q):
-    """The IR's rule for a query_exit's checkpoints (ir/model.py; docs/ir.md), again here since
-    ``tables`` may come from the caller: at least one, ``after`` strictly increasing in [1, T - 1],
-    ``keep`` >= 1, one keep, rule and gap each.  The graph relies on it: a document dropped after the
-    last tree would stop "before tree T", which reads as not dropped."""
-    after, T = np.asarray(q.after, np.int64), int(q.n_trees)
-    J = after.shape[0]
-    if after.ndim != 1 or J == 0 or any(np.shape(a) != (J,) for a in (q.keep, q.rule, q.gap)):
-        raise ValueError(f"query graph: expected one or more checkpoints with one keep, rule and gap each, got "
-                         f"after {after.tolist()}")
-    if after[0] < 1 or after[-1] >= T or np.any(np.diff(after) <= 0) or np.any(np.asarray(q.keep) < 1):
-        raise ValueError(f"query graph: checkpoints after {after.tolist()} (keep {np.asarray(q.keep).tolist()}) "
-                         f"must be strictly increasing in [1, {T - 1}] with keep >= 1 (lower_query(model) gives "
-                         "valid tables)")
+    """The IR's rules for a query_exit's checkpoints, again here since ``tables`` may come from the
+    caller: ``QueryExitNode.check`` (at least one, ``after`` strictly increasing from 1, ``keep`` >= 1,
+    one keep, rule and gap each) and ``ir.model``'s bound ``after`` < T.  The graph relies on them: a
+    document dropped after the last tree would stop "before tree T", which reads as not dropped."""
+    after = np.atleast_1d(np.asarray(q.after, np.int64))
+    QueryExitNode(scorer=0, after=after, keep=np.atleast_1d(np.asarray(q.keep, np.int64)),
+                  rule=np.atleast_1d(np.asarray(q.rule)), gap=np.atleast_1d(np.asarray(q.gap, np.float64))
+                  ).check("query graph tables")
+    if after[-1] >= int(q.n_trees):
+        raise ValueError(f"query graph tables.checkpoints: after {after.tolist()} must stay below the bank's "
+                         f"{int(q.n_trees)} trees (lower_query(model) gives valid tables)")
 
 
 def _score_key(g: Graph, s, wide=None):
