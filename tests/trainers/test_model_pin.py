@@ -52,7 +52,7 @@ def test_greedy_miser_models_are_byte_identical_to_the_pinned_ones(spam):
                                                 early_stopping=True).fit(d.data, d.target)
     # digits_multi re-pinned on purpose (was 02d41697e57cd530): multiclass boosting computes every class's
     # gradients from the round's starting scores and its hessian carries LightGBM's K/(K-1) factor
-    # (trainers/boosting/losses.py softmax_class; 26-class letter diverged at learning rate 0.3 before).
+    # (trainers/boosting/losses.py softmax_gradients; 26-class letter diverged at learning rate 0.3 before).
     # The binary, Early Exit and regression pins above did not move.
     pinned = {"spam_gm": "4784cc39a8fb45d1", "spam_gm_imm_sub": "58c4c6c0ac94799a",
               "spam_ee": "2e3da8af8006ed02", "quad_reg": "4c294422e660c17c",

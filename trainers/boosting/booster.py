@@ -264,7 +264,7 @@ def boost(data: BinnedData, loss: Loss, target, n_rounds, *, weight=None, costs=
     if eval_set is not None:
         Xv, tv, raw_v = eval_set
         raw_v = np.array(raw_v, np.float64)
-    g, h = np.zeros(N), np.zeros(N)
+    G, H = np.zeros((K, N)), np.zeros((K, N))     # one round's gradients and hessians, per output
     importances = np.zeros(F)
     result = BoostResult(rounds=[], raw=raw, importances=importances)
     best, best_it, since = np.inf, 0, 0
@@ -288,10 +288,9 @@ def boost(data: BinnedData, loss: Loss, target, n_rounds, *, weight=None, costs=
         # Every class's gradients come from the scores at the start of the round (LightGBM, XGBoost):
         # class k's tree must not see classes 0..k-1 already moved, or the round's K Newton steps
         # compound (26-class letter diverged at learning rate 0.2-0.3; docs/boosting.md, "Multiclass").
-        # One output (binary, regression) has nothing to hold back: raw itself, as before.
-        start = raw.copy() if K > 1 else raw
+        loss.round_gradients(target, raw, G, H)
         for k in range(K):
-            loss.gradients(target, start, k, g, h)
+            g, h = G[k], H[k]
             g *= w
             if least_squares:   # Eq. (2.5): fit -g by weighted least squares, whatever the loss
                 h[:] = w

@@ -34,9 +34,9 @@ def squared_hinge(y, raw, g, h):
 
 
 @njit(cache=True, parallel=True)
-def softmax_class(Y, raw, k, g, h):
-    """Multiclass log-loss, gradient and hessian of class k; raw is [N, K],
-    Y one-hot.  With p = softmax(raw):
+def softmax_gradients(Y, raw, G, H):
+    """Multiclass log-loss, gradients and hessians of every class, G and H
+    [K, N]; raw is [N, K], Y one-hot.  With p = softmax(raw):
 
         g_ik = p_ik - y_ik,        h_ik = K / (K - 1) * p_ik (1 - p_ik)
 
@@ -49,15 +49,18 @@ def softmax_class(Y, raw, k, g, h):
     N, K = raw.shape
     factor = K / (K - 1.0) if K > 1 else 1.0
     for i in prange(N):
+        # a row's max and normaliser once for all K classes (a round's
+        # gradients all come from its starting scores)
         m = raw[i, 0]
         for j in range(1, K):
             m = max(m, raw[i, j])
         s = 0.0
         for j in range(K):
             s += np.exp(raw[i, j] - m)
-        p = np.exp(raw[i, k] - m) / s
-        g[i] = p - Y[i, k]
-        h[i] = max(factor * p * (1.0 - p), 1e-16)
+        for k in range(K):
+            p = np.exp(raw[i, k] - m) / s
+            G[k, i] = p - Y[i, k]
+            H[k, i] = max(factor * p * (1.0 - p), 1e-16)
 
 
 LOSSES = ("squared", "logistic", "multiclass", "squared_hinge")
@@ -78,6 +81,12 @@ class Loss:
     def gradients(self, target, raw, k, g, h):
         """Fill g, h (length N) for output column k of raw [N, K]."""
         raise NotImplementedError
+
+    def round_gradients(self, target, raw, G, H):
+        """Fill G, H [K, N] for every output column of raw [N, K]: one
+        round's, all at the scores of its start."""
+        for k in range(G.shape[0]):
+            self.gradients(target, raw, k, G[k], H[k])
 
     def value(self, target, raw) -> float:
         raise NotImplementedError
@@ -136,7 +145,7 @@ class SoftmaxLoss(Loss):
     """Multiclass log-loss on one-hot targets [N, K]: one tree per class per
     round.  The booster computes every class's gradients of a round from
     the scores at the start of that round (as LightGBM and XGBoost do), and
-    the hessian carries LightGBM's K / (K - 1) factor (``softmax_class``)."""
+    the hessian carries LightGBM's K / (K - 1) factor (``softmax_gradients``)."""
 
     name = "multiclass"
 
@@ -147,8 +156,8 @@ class SoftmaxLoss(Loss):
         p = np.clip(np.average(Y, axis=0, weights=w), 1e-6, None)
         return np.log(p) - np.log(p).mean()
 
-    def gradients(self, Y, raw, k, g, h):
-        softmax_class(Y, raw, k, g, h)
+    def round_gradients(self, Y, raw, G, H):
+        softmax_gradients(Y, raw, G, H)
 
     def value(self, Y, raw):
         m = raw.max(axis=1, keepdims=True)
