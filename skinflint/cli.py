@@ -498,18 +498,30 @@ def _main(argv):
         # final flush of stdout from failing again
         _silence_stdout()
         return 141   # 128 + SIGPIPE, as a shell reports a command ended by a closed pipe
-    except SystemError as e:
-        # Ctrl-C inside a numba kernel surfaces as a SystemError with the interrupt attached
-        if isinstance(e.__cause__ or e.__context__, KeyboardInterrupt):
+    except (CLIError, IRError, ValueError, FileNotFoundError, ImportError, RuntimeError, SystemError) as e:
+        if _caused_by_interrupt(e):
             return _interrupted()
-        raise
-    except (CLIError, IRError, ValueError, FileNotFoundError, ImportError, RuntimeError) as e:
+        if isinstance(e, SystemError):
+            raise
         print(f"skinflint: error: {_first_line(e)}", file=sys.stderr)
         return 1
     except OSError as e:
         where = f"{e.filename}: " if getattr(e, "filename", None) else ""
         print(f"skinflint: error: {where}{e.strerror or _first_line(e)}", file=sys.stderr)
         return 1
+
+
+def _caused_by_interrupt(e):
+    """Whether a Ctrl-C is behind ``e``: inside a numba kernel it surfaces as a
+    SystemError, and during a kernel's compilation as numba's RuntimeError
+    "no compiled object yet", each with the interrupt attached."""
+    seen = set()
+    while e is not None and id(e) not in seen:
+        if isinstance(e, KeyboardInterrupt):
+            return True
+        seen.add(id(e))
+        e = e.__cause__ or e.__context__
+    return False
 
 
 def _interrupted():

@@ -210,6 +210,33 @@ def test_ctrl_c_during_training_ends_with_one_line_and_no_output(tmp_path):
     assert stdout == b"" and sorted(os.listdir(tmp_path)) == ["big.csv"]
 
 
+def _raise_with_interrupt_behind(kind):
+    def command(args):
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt:   # numba's words; it raises them implicitly, not "from"
+            raise kind("no compiled object yet for <Library 'logistic'>")  # noqa: B904
+    return command
+
+
+@pytest.mark.parametrize("kind", [RuntimeError, SystemError])
+def test_ctrl_c_inside_numba_is_an_interrupt_not_an_error(kind, monkeypatch, capsys):
+    # a Ctrl-C while numba compiles a kernel surfaces as its RuntimeError, and inside a running
+    # kernel as a SystemError, each with the interrupt as its context: the user pressed Ctrl-C,
+    # so the run ends as interrupted (130), not as "skinflint: error: no compiled object yet"
+    import skinflint.cli as cli
+    monkeypatch.setattr(cli, "cmd_train", _raise_with_interrupt_behind(kind))
+    assert main(["train", "--data", "x.csv", "-o", "m.json"]) == 130
+    assert capsys.readouterr().err.splitlines() == ["skinflint: interrupted"]
+
+
+def test_a_system_error_without_an_interrupt_is_not_swallowed(monkeypatch):
+    import skinflint.cli as cli
+    monkeypatch.setattr(cli, "cmd_train", lambda args: (_ for _ in ()).throw(SystemError("bug")))
+    with pytest.raises(SystemError, match="bug"):
+        main(["train", "--data", "x.csv", "-o", "m.json"])
+
+
 def test_inspect_shows_where_it_skips_trees(tmp_path, capsys):
     bank = ir.concat_trees([{"feature": np.array([0, -1, -1]), "threshold": np.array([0.0, 0, 0]),
                              "left": np.array([1, -1, -1]), "right": np.array([2, -1, -1]),

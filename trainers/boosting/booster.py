@@ -268,86 +268,88 @@ def boost(data: BinnedData, loss: Loss, target, n_rounds, *, weight=None, costs=
     importances = np.zeros(F)
     result = BoostResult(rounds=[], raw=raw, importances=importances)
     best, best_it, since = np.inf, 0, 0
-    bar = progress_bar(progress is not None, n_rounds, progress, "round", iterable=range(n_rounds))
     all_rows = np.arange(N, dtype=np.int32)
     workspace: dict = {}   # the grower's histogram buffers, reused by every tree of this run
-    for it in bar:
-        rows = all_rows
-        if subsample < 1:
-            rows = np.sort(rng.choice(N, max(1, int(subsample * N)), replace=False)).astype(np.int32)
-        penalty = state.penalty()
-        used_in_tree: list[int] = []
+    bar = progress_bar(progress is not None, n_rounds, progress, "round", iterable=range(n_rounds))
+    try:   # closed on Ctrl-C too (even one before the first round): an open bar runs into "interrupted"
+        for it in bar:
+            rows = all_rows
+            if subsample < 1:
+                rows = np.sort(rng.choice(N, max(1, int(subsample * N)), replace=False)).astype(np.int32)
+            penalty = state.penalty()
+            used_in_tree: list[int] = []
 
-        def on_split(f, used_in_tree=used_in_tree):   # this round's list, bound now
-            used_in_tree.append(f)
-            if refund == "immediate":
-                state.pay(f)
-                return state.penalty()
-            return None
-        round_trees = []
-        # Every class's gradients come from the scores at the start of the round (LightGBM, XGBoost):
-        # class k's tree must not see classes 0..k-1 already moved, or the round's K Newton steps
-        # compound (26-class letter diverged at learning rate 0.2-0.3; docs/boosting.md, "Multiclass").
-        loss.round_gradients(target, raw, G, H)
-        for k in range(K):
-            g, h = G[k], H[k]
-            g *= w
-            if least_squares:   # Eq. (2.5): fit -g by weighted least squares, whatever the loss
-                h[:] = w
-            else:
-                h *= w
-            tree = grow(data.binned, data.n_bins, rows, g, h, max_depth=max_depth,
-                        min_samples_leaf=min_samples_leaf, l2=l2_regularization,
-                        penalty=penalty, active=active, on_split=on_split, workspace=workspace,
-                        categories=categories)
-            sums = np.array(tree.sums)
-            if leaf_values == "newton":
-                leaf = -sums[:, 0] / (sums[:, 1] + l2_regularization + 1e-300)
-            else:
-                leaf = -sums[:, 0] / np.maximum(sums[:, 2], 1.0)
-            feat, sbin, left, right, mleft, value, thr = finish_tree(tree, learning_rate * leaf, data)
-            cats = tree_category_sets(tree, data)
-            col = raw[:, k].copy()
-            if rows is all_rows:   # every row sits in a leaf range: no walk
-                nodes, starts, stops = tree.leaf_ranges()
-                add_leaf_values(tree.order, starts, stops, value[nodes], col)
-            elif cats is None:     # rows left out of the subsample walk the tree
-                predict_binned(data.binned, feat, sbin, left, right, mleft, value, col, data.missing_bin)
-            else:
-                goes = np.zeros((feat.shape[0], data.n_slots), np.uint8)
-                for m, s in tree.sets.items():
-                    goes[m] = s
-                predict_binned_sets(data.binned, feat, sbin, left, right, mleft, goes,
-                                    goes.any(axis=1), value, col, data.missing_bin)
-            raw[:, k] = col
-            if raw_v is not None:
-                colv = raw_v[:, k].copy()
-                if cats is None:
-                    predict_raw(Xv, feat, thr, left, right, mleft, value, colv)
+            def on_split(f, used_in_tree=used_in_tree):   # this round's list, bound now
+                used_in_tree.append(f)
+                if refund == "immediate":
+                    state.pay(f)
+                    return state.penalty()
+                return None
+            round_trees = []
+            # Every class's gradients come from the scores at the start of the round (LightGBM, XGBoost):
+            # class k's tree must not see classes 0..k-1 already moved, or the round's K Newton steps
+            # compound (26-class letter diverged at learning rate 0.2-0.3; docs/boosting.md, "Multiclass").
+            loss.round_gradients(target, raw, G, H)
+            for k in range(K):
+                g, h = G[k], H[k]
+                g *= w
+                if least_squares:   # Eq. (2.5): fit -g by weighted least squares, whatever the loss
+                    h[:] = w
                 else:
-                    predict_raw_sets(Xv, feat, thr, left, right, mleft,  # type: ignore[call-arg]  # *-args
-                                     *set_arrays(cats[0]), cats[1], value, colv)
-                raw_v[:, k] = colv
-            for f, gain in tree.split_gain:
-                importances[f] += gain
-            tdict = dict(feature=feat, threshold=thr, left=left, right=right,
-                         missing_left=mleft, value=value.astype(np.float32), k=k)
-            if cats is not None:
-                tdict["category_sets"], tdict["other_left"] = cats
-            round_trees.append(tdict)
-        for f in used_in_tree:
-            state.pay(f)
-        result.rounds.append(round_trees)
-        if raw_v is not None:
-            vl = loss.value(tv, raw_v)
-            result.validation_loss.append(vl)
-            if vl < best - 1e-12:
-                best, best_it, since = vl, it + 1, 0
-            else:
-                since += 1
-                if n_iter_no_change is not None and since >= n_iter_no_change:
-                    break
-    bar.close()
+                    h *= w
+                tree = grow(data.binned, data.n_bins, rows, g, h, max_depth=max_depth,
+                            min_samples_leaf=min_samples_leaf, l2=l2_regularization,
+                            penalty=penalty, active=active, on_split=on_split, workspace=workspace,
+                            categories=categories)
+                sums = np.array(tree.sums)
+                if leaf_values == "newton":
+                    leaf = -sums[:, 0] / (sums[:, 1] + l2_regularization + 1e-300)
+                else:
+                    leaf = -sums[:, 0] / np.maximum(sums[:, 2], 1.0)
+                feat, sbin, left, right, mleft, value, thr = finish_tree(tree, learning_rate * leaf, data)
+                cats = tree_category_sets(tree, data)
+                col = raw[:, k].copy()
+                if rows is all_rows:   # every row sits in a leaf range: no walk
+                    nodes, starts, stops = tree.leaf_ranges()
+                    add_leaf_values(tree.order, starts, stops, value[nodes], col)
+                elif cats is None:     # rows left out of the subsample walk the tree
+                    predict_binned(data.binned, feat, sbin, left, right, mleft, value, col, data.missing_bin)
+                else:
+                    goes = np.zeros((feat.shape[0], data.n_slots), np.uint8)
+                    for m, s in tree.sets.items():
+                        goes[m] = s
+                    predict_binned_sets(data.binned, feat, sbin, left, right, mleft, goes,
+                                        goes.any(axis=1), value, col, data.missing_bin)
+                raw[:, k] = col
+                if raw_v is not None:
+                    colv = raw_v[:, k].copy()
+                    if cats is None:
+                        predict_raw(Xv, feat, thr, left, right, mleft, value, colv)
+                    else:
+                        predict_raw_sets(Xv, feat, thr, left, right, mleft,  # type: ignore[call-arg]  # *-args
+                                         *set_arrays(cats[0]), cats[1], value, colv)
+                    raw_v[:, k] = colv
+                for f, gain in tree.split_gain:
+                    importances[f] += gain
+                tdict = dict(feature=feat, threshold=thr, left=left, right=right,
+                             missing_left=mleft, value=value.astype(np.float32), k=k)
+                if cats is not None:
+                    tdict["category_sets"], tdict["other_left"] = cats
+                round_trees.append(tdict)
+            for f in used_in_tree:
+                state.pay(f)
+            result.rounds.append(round_trees)
+            if raw_v is not None:
+                vl = loss.value(tv, raw_v)
+                result.validation_loss.append(vl)
+                if vl < best - 1e-12:
+                    best, best_it, since = vl, it + 1, 0
+                else:
+                    since += 1
+                    if n_iter_no_change is not None and since >= n_iter_no_change:
+                        break
+    finally:
+        bar.close()
     result.best_rounds = best_it if raw_v is not None and best_it else len(result.rounds)
     result.paid = state.paid_f.copy()
     return result

@@ -189,46 +189,48 @@ class _ASTCMixin(_TreeIR):
         paid[0], inh[0] = np.zeros(items.cost.size, bool), np.zeros(P, bool)
         max_sel = P
         self.gains_ = {}
-        for k in progress_bar(self.verbose, K, "ASTC", "node", iterable=range(K)):
-            if rows[k] is None:
-                continue
-            if soft:
-                sel = np.flatnonzero(wts[k] > 1e-12)
-                w = wts[k][sel]
-            else:
-                sel, w = rows[k], np.ones(rows[k].size)
-            if sel.size == 0 or w.sum() <= 0:
-                sc = ht.scorer[(k - 1) // 2] if k else ht.scorer[0]
-                cols = np.zeros(0, np.int64)
-                pk = paid[k].copy()
-            else:
-                pk = paid[k].copy()
-                cols, gains, sc = self._fit_node(Z[sel], t[sel], w, items, pk, inh[k],
-                                                 budgets[k], max_sel)
-                self.gains_[k] = gains
-            ht.scorer[k] = sc
-            left, right = 2 * k + 1, 2 * k + 2
-            if right >= K or rows[k].size < self.min_samples_split:
-                continue
-            m = sc.margins(Z32, rows[k])
-            if soft:
-                ms = sc.margins(Z32, sel).astype(np.float64)
-                theta = tie_aware_split(ms, w)
-            else:
-                theta = tie_aware_split(m.astype(np.float64), np.ones(m.size))
-            ht.threshold[k] = place_threshold(m, theta)
-            ht.child[k] = (left, right)
-            lo = m <= ht.threshold[k]
-            rows[left], rows[right] = rows[k][lo], rows[k][~lo]
-            if soft:
-                ms = sc.margins(Z32, np.arange(n)).astype(np.float64)
-                sd = np.sqrt(np.average((ms[sel] - np.average(ms[sel], weights=w)) ** 2, weights=w))
-                up = expit(self.soft_steepness * (ms - float(ht.threshold[k])) / max(sd, 1e-12))
-                wts[left], wts[right] = wts[k] * (1 - up), wts[k] * up
-            used = np.zeros(P, bool)
-            used[cols] = True
-            for c in (left, right):
-                paid[c], inh[c] = pk.copy(), inh[k] | used
+        # closed on Ctrl-C too: a bar left open runs into the "interrupted" line
+        with progress_bar(self.verbose, K, "ASTC", "node", iterable=range(K)) as bar:
+            for k in bar:
+                if rows[k] is None:
+                    continue
+                if soft:
+                    sel = np.flatnonzero(wts[k] > 1e-12)
+                    w = wts[k][sel]
+                else:
+                    sel, w = rows[k], np.ones(rows[k].size)
+                if sel.size == 0 or w.sum() <= 0:
+                    sc = ht.scorer[(k - 1) // 2] if k else ht.scorer[0]
+                    cols = np.zeros(0, np.int64)
+                    pk = paid[k].copy()
+                else:
+                    pk = paid[k].copy()
+                    cols, gains, sc = self._fit_node(Z[sel], t[sel], w, items, pk, inh[k],
+                                                     budgets[k], max_sel)
+                    self.gains_[k] = gains
+                ht.scorer[k] = sc
+                left, right = 2 * k + 1, 2 * k + 2
+                if right >= K or rows[k].size < self.min_samples_split:
+                    continue
+                m = sc.margins(Z32, rows[k])
+                if soft:
+                    ms = sc.margins(Z32, sel).astype(np.float64)
+                    theta = tie_aware_split(ms, w)
+                else:
+                    theta = tie_aware_split(m.astype(np.float64), np.ones(m.size))
+                ht.threshold[k] = place_threshold(m, theta)
+                ht.child[k] = (left, right)
+                lo = m <= ht.threshold[k]
+                rows[left], rows[right] = rows[k][lo], rows[k][~lo]
+                if soft:
+                    ms = sc.margins(Z32, np.arange(n)).astype(np.float64)
+                    sd = np.sqrt(np.average((ms[sel] - np.average(ms[sel], weights=w)) ** 2, weights=w))
+                    up = expit(self.soft_steepness * (ms - float(ht.threshold[k])) / max(sd, 1e-12))
+                    wts[left], wts[right] = wts[k] * (1 - up), wts[k] * up
+                used = np.zeros(P, bool)
+                used[cols] = True
+                for c in (left, right):
+                    paid[c], inh[c] = pk.copy(), inh[k] | used
         self.tree_ = ht
         self.node_budgets_ = budgets
         self.n_nodes_ = int(sum(r is not None for r in rows))
