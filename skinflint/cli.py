@@ -130,10 +130,11 @@ def cmd_train(args):
         extra["categorical_features"] = _categorical_mask(args.categorical, ds.feature_names)
     try:
         # options a trainer has no parameter for are dropped by the registry
-        est = spec.estimator(task, n_estimators=args.trees, max_depth=args.depth,
-                             learning_rate=args.learning_rate, cost_tradeoff=args.cost_tradeoff,
-                             threshold=args.exit_threshold, exit_rule=args.exit_rule, feature_costs=ds.costs,
-                             random_state=args.seed, verbose=1, **extra)
+        given = dict(n_estimators=args.trees, max_depth=args.depth, learning_rate=args.learning_rate,
+                     threshold=args.exit_threshold)
+        extra.update({k: v for k, v in given.items() if v is not None})
+        est = spec.estimator(task, cost_tradeoff=args.cost_tradeoff, exit_rule=args.exit_rule,
+                             feature_costs=ds.costs, random_state=args.seed, verbose=1, **extra)
     except ValueError as e:
         raise CLIError(f"{args.trainer}: {e}") from None
     if args.categorical and "categorical_features" not in est.get_params():
@@ -377,10 +378,12 @@ def build_parser():
                    help="train a ranker (docs/ranking.md): LambdaMART or squared loss on the relevance label")
     s.add_argument("--lambda", dest="cost_tradeoff", type=float, default=1e-3,
                    help="cost trade-off: mean per-row loss reduction one unit of cost must buy")
-    s.add_argument("--trees", type=int, default=100, help="boosting rounds")
-    s.add_argument("--depth", type=int, default=4, help="tree depth (level-wise)")
-    s.add_argument("--learning-rate", type=float, default=0.1)
-    s.add_argument("--exit-threshold", type=float, default=2.0, help="early-exit margin s")
+    # no default of the command's own: an option left out is the trainer's own default (CSTC's depth
+    # "auto", chosen on validation; Cronus' 300 trees), never one value forced on every trainer
+    s.add_argument("--trees", type=int, help="boosting rounds (default: the trainer's, 100 for the boosters)")
+    s.add_argument("--depth", type=int, help="tree depth (default: the trainer's, 4 for the boosters)")
+    s.add_argument("--learning-rate", type=float, help="shrinkage (default: the trainer's, 0.1)")
+    s.add_argument("--exit-threshold", type=float, help="early-exit margin s (default: the trainer's, 2.0)")
     s.add_argument("--exit-rule", choices=["query", "row"], default="query",
                    help="early-exit ranker: the papers' per-query rule (a query-level model: the reference "
                         "runtime, the generated C and ONNX rank it one query at a time) or the per-row rule, "

@@ -261,3 +261,32 @@ def test_train_categorical_errors_are_one_line(tmp_path, capsys, argv, words):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and words in err[0], err
     assert not (tmp_path / "m.json").exists()
+
+
+class _Built(Exception):
+    """Stops `train` once its estimator is built: the test looks at the parameters, not the fit."""
+
+
+@pytest.mark.parametrize("trainer", ["cstc", "astc", "afr", "cronus", "early-exit"])
+def test_train_options_left_out_are_the_trainers_own_defaults(trainer, tmp_path, monkeypatch):
+    # `--depth 4`, `--trees 100`, ... used to be the command's defaults and overrode every trainer's own
+    # (CSTC's depth "auto", chosen on validation, was never used from the command line)
+    from skinflint.trainers import TRAINERS, registry
+    built = {}
+    real = registry.TrainerSpec.estimator
+
+    def capture(self, task="classification", **params):
+        built["est"] = real(self, task, **params)
+        raise _Built
+    monkeypatch.setattr(registry.TrainerSpec, "estimator", capture)
+    data = _category_csv(tmp_path)
+    with pytest.raises(_Built):
+        main(["train", "--data", str(data), "--trainer", trainer, "-o", str(tmp_path / "m.json")])
+    got = built["est"].get_params()
+    own = TRAINERS[trainer].classifier().get_params()
+    for name in ("max_depth", "n_estimators", "learning_rate", "threshold"):
+        if name in own:
+            assert got[name] == own[name], (trainer, name)
+    with pytest.raises(_Built):
+        main(["train", "--data", str(data), "--trainer", trainer, "--depth", "2", "-o", str(tmp_path / "m.json")])
+    assert built["est"].get_params()["max_depth"] == 2

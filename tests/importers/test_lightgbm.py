@@ -193,3 +193,35 @@ def test_a_model_with_one_leaf_trees_imports_and_matches_lightgbm():
     m = from_lightgbm(text)
     np.testing.assert_array_equal(ReferenceRuntime(m).predict(X).scores[:, 0],
                                   b.predict(X, raw_score=True).astype(np.float64))
+
+
+def test_one_leaf_trees_among_split_trees_match_lightgbm_bit_for_bit():
+    """A class no training row has: its gradient is the same on every row in
+    the first rounds, so LightGBM writes a one-leaf tree for it (empty
+    ``leaf_weight=``) between the other classes' split trees; the import is
+    LightGBM's raw score bit for bit on test rows and verify's rows."""
+    rng = np.random.default_rng(0)
+    R = rng.random((300, 4)).astype(np.float32)
+    y = (R[:, 0] > 0.5).astype(int)
+    b = lgb.train({**BASE, "objective": "multiclass", "num_class": 3, "num_leaves": 4}, lgb.Dataset(R, y), 4)
+    text = b.model_to_string()
+    leaves = [int(t.split("\n", 1)[0]) for t in text.split("num_leaves=")[1:]]
+    assert 1 in leaves and max(leaves) > 1 and "leaf_weight=\n" in text
+    m = from_lightgbm(b)
+    check_against_lightgbm(b, m, check_rows(m, R, finite=False))
+    rep = verify(m, R[:32])
+    assert rep.ok, rep.table()
+
+
+def test_cegb_lazy_ranker_with_a_one_leaf_model_imports():
+    """CEGB's lazy penalty at a high tradeoff leaves lambdarank a one-leaf
+    first tree (training stops there): the ranking benchmark's case."""
+    rng = np.random.default_rng(1)
+    R = rng.random((600, 6)).astype(np.float32)
+    y = np.clip((3 * R[:, 0] + R[:, 1]).round(), 0, 4).astype(int)
+    m = lgb.LGBMRanker(n_estimators=5, num_leaves=8, min_child_samples=5, verbose=-1, num_threads=1,
+                       cegb_tradeoff=1.0, cegb_penalty_feature_lazy=[1, 5, 20, 50, 100, 150])
+    m.fit(R, y, group=[15] * 40)
+    assert "num_leaves=1\n" in m.booster_.model_to_string()
+    imp = from_lightgbm(m, [1, 5, 20, 50, 100, 150])
+    check_against_lightgbm(m.booster_, imp, check_rows(imp, R, finite=False))
