@@ -124,7 +124,7 @@ def _tree(block, i, F):
     for keys, n, required in ((_INTERNAL, L - 1, True), (_INTERNAL_MORE, L - 1, False),
                               (_LEAF, L, True), (_LEAF_MORE, L, False)):
         for k in keys:
-            if False:
+            if not required and L == 1 and not t.get(k, "").strip():
                 continue        # LightGBM writes leaf_weight= empty for a one-leaf tree; nothing reads it
             if required or k in t:
                 arr = _array(t, k, n, i, np.int64 if k in _INT_FIELDS else np.float64)
