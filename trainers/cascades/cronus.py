@@ -51,6 +51,10 @@ FINE_TUNE = ("none", "last", "all")
 # the candidates "auto" tries (Chen §3.4 and thesis §3.7.2 choose the cascade
 # length, keep ratio and discount on validation, with at most 10 stages)
 AUTO = {"n_stages": (1, 3, 10), "exit_fraction": (0.05, 0.15), "lambda_inflation": (1.3, 2.5)}
+# the levels s of the two-sided exits retrofitted on validation (|margin| >= s, as Early Exit's rule):
+# the stages are squared-loss predictors of y = +-1, so a margin's size is comparable across stages;
+# multiples of 1/8, exact in float32, so every backend compares against the same number
+EXIT_LEVELS = (0.25, 0.375, 0.5, 0.625, 0.75, 0.875, 1.0, 1.25)
 
 
 def _candidates(name, value):
@@ -100,6 +104,14 @@ class _CascadeClassifier(CategoricalInputs, CostSensitiveClassifier):
         trained on the other rows only.
     selection_tolerance : float [0.005]
         The selection rule's slack, in accuracy (see Notes: model selection).
+    retrofit_exits : bool or float [True]
+        After training, try replacing the trained one-sided exits (margin <=
+        theta_k) of every stage but the last by one two-sided exit |margin| >= s
+        for each s of ``EXIT_LEVELS`` (Early Exit's rule, on the cascade's own
+        stages), and keep what the selection rule prefers on validation (the
+        trained exits are a candidate).  An extension: neither paper has it.
+        A number s > 0 fixes the level (no validation needed); False: the
+        trained exits, as before.
     steepness : float [50]
         gamma of the training sigmoids (Chen §3.2; the thesis has 1).
     rho : float or (float, float) [1e-5]
@@ -178,7 +190,8 @@ class _CascadeClassifier(CategoricalInputs, CostSensitiveClassifier):
     _mode: str | None = None
 
     def __init__(self, *, cost_tradeoff=1e-3, n_stages="auto", exit_fraction="auto", lambda_inflation="auto",
-                 early_stopping=True, validation_fraction=0.2, selection_tolerance=0.005, steepness=50.0,
+                 early_stopping=True, validation_fraction=0.2, selection_tolerance=0.005, retrofit_exits=True,
+                 steepness=50.0,
                  rho=1e-5, class_weight=None, bank="tiers", tiers=None,
                  n_estimators=300, max_depth=4, learning_rate=0.1, min_samples_leaf=20, max_bins=255,
                  bank_cost_tradeoff=1e-3, max_cycles=5, tol=1e-6, fine_tune=None, feature_costs=None,
@@ -192,6 +205,7 @@ class _CascadeClassifier(CategoricalInputs, CostSensitiveClassifier):
         self.early_stopping = early_stopping
         self.validation_fraction = validation_fraction
         self.selection_tolerance = selection_tolerance
+        self.retrofit_exits = retrofit_exits
         self.steepness = steepness
         self.rho = rho
         self.class_weight = class_weight
@@ -385,37 +399,45 @@ class _CascadeClassifier(CategoricalInputs, CostSensitiveClassifier):
         tune = self._fine_tune_mode()
         if not (np.isfinite(self.selection_tolerance) and self.selection_tolerance >= 0):
             raise ValueError(f"selection_tolerance must be a number >= 0, got {self.selection_tolerance!r}")
+        r = self.retrofit_exits
+        if not (isinstance(r, (bool, np.bool_)) or (isinstance(r, (int, float, np.number)) and np.isfinite(r)
+                                                     and r > 0)):
+            raise ValueError(f"retrofit_exits must be True, False or a number > 0, got {r!r}")
         self._settings(*([None] + list(grid[0])))          # checks the other parameters before any work
         X, y = self._training_X_y(X, y)
         yi = self._encode_labels(y, reset=True)
-        validate = len(grid) > 1 or bool(self.early_stopping) or tune == "all"
+        validate = len(grid) > 1 or bool(self.early_stopping) or tune == "all" or self._retrofit_search()
         self.selection_ = []
         name = "Cronus" if self._mode == "cronus" else "CSCC"
         if not validate:
             with progress_bar(self.verbose, int(self.max_cycles), name, "cycle") as bar:
-                c, setting, n_cycles, tuned, bank, H32 = self._search(X, yi, None, grid, tune,
-                                                                      int(self.max_cycles), bar)
+                c, setting, n_cycles, tuned, level, bank, H32 = self._search(X, yi, None, grid, tune,
+                                                                             int(self.max_cycles), bar)
         elif eval_set is not None:
             val = (self._validate_X(eval_set[0], reset=False), np.asarray(eval_set[1]))
             with progress_bar(self.verbose, self._n_steps(grid, tune), name, "step") as bar:
-                c, setting, n_cycles, tuned, bank, H32 = self._search(X, yi, val, grid, tune,
-                                                                      int(self.max_cycles), bar)
+                c, setting, n_cycles, tuned, level, bank, H32 = self._search(X, yi, val, grid, tune,
+                                                                             int(self.max_cycles), bar)
         else:
             # choose on a hold-out, then refit the choice on every row (scikit-learn's refit):
             # same setting, the chosen number of cycles, the same stages fine-tuned
             tr, va = holdout_rows(len(yi), self.validation_fraction, self.random_state)
             with progress_bar(self.verbose, self._n_steps(grid, tune) + int(self.max_cycles), name,
                               "step") as bar:
-                _, setting, n_cycles, tuned, _, _ = self._search(X[tr], yi[tr], (X[va], y[va]), grid, tune,
-                                                                 int(self.max_cycles), bar)
-                c, _, _, tuned, bank, H32 = self._search(X, yi, None, [setting], tuned, n_cycles, bar)
+                _, setting, n_cycles, tuned, level, _, _ = self._search(X[tr], yi[tr], (X[va], y[va]), grid,
+                                                                        tune, int(self.max_cycles), bar)
+                c, _, _, tuned, level, bank, H32 = self._search(X, yi, None, [setting], tuned, n_cycles, bar,
+                                                                level)
         K, e, d = setting
-        self.best_params_ = {"n_stages": K, "exit_fraction": e, "lambda_inflation": d, "n_cycles": n_cycles}
+        self.best_params_ = {"n_stages": K, "exit_fraction": e, "lambda_inflation": d, "n_cycles": n_cycles,
+                             "exit_level": level}
         self.exit_fraction_, self.lambda_inflation_, self.n_cycles_ = e, d, n_cycles
+        self.exit_level_ = level
         self.fine_tuned_stages_ = tuned
         self.cascade_ = c
         self._objective = self.objective_history_[min(n_cycles, len(self.objective_history_) - 1)]
         self._export(c, bank, H32)
+        self._exit_level = level
         self._set_model(self.to_ir())
         if eval_set is not None:
             p = self._prediction(eval_set[0])
@@ -425,28 +447,38 @@ class _CascadeClassifier(CategoricalInputs, CostSensitiveClassifier):
 
     def _n_steps(self, grid, tune):
         return (len(grid) if len(grid) > 1 else 0) + int(self.max_cycles) + (
-            max(g[0] for g in grid) if tune == "all" else 0)
+            max(g[0] for g in grid) if tune == "all" else 0) + (len(EXIT_LEVELS) if self._retrofit_search() else 0)
 
-    def _search(self, X, yi, val, grid, tune, max_cycles, bar):
+    def _search(self, X, yi, val, grid, tune, max_cycles, bar, level=None):
         """Fit on rows X, yi, choosing on ``val`` (None: no choice; ``grid``
-        has one setting and ``tune`` is "none", "last" or the list of stages
-        to fine-tune).  Returns (cascade, setting, n_cycles, fine-tuned
-        stages, bank, H32)."""
+        has one setting, ``tune`` is "none", "last" or the list of stages
+        to fine-tune, and ``level`` the retrofitted exits' s or None).
+        Returns (cascade, setting, n_cycles, fine-tuned stages, exit level,
+        bank, H32)."""
         prob, bank, costs, H32 = self._problem_of(X, yi)
         self._costs = costs
+        # the exits every candidate is measured with: the trained ones, or the fixed level
+        self._exit_level = self._fixed_level()
         c0 = None
         if len(grid) > 1:          # Chen §3.4: choose on validation from the initialisation alone
-            inits, points = [], []
+            # with retrofit_exits=True each initialisation is measured with each exit rule too (a
+            # cascade whose trained exits pass nearly every row on can be the cheapest retrofitted)
+            inits, points, cands = [], [], []
+            start = len(self.selection_)
             for K, e, d in grid:
                 c = init_cascade(prob, self._settings(K=K, eps=e, delta=d))
                 inits.append(c)
-                points.append(self._score(c, bank, H32, val))
-                self._record("init", (K, e, d), 0, None, points[-1])
+                levels = self._levels() if K > 1 else (self._exit_level,)
+                for s, pt in zip(levels, self._scores(c, bank, H32, val, levels)):
+                    points.append(pt)
+                    cands.append((len(inits) - 1, s))
+                    self._record("init", (K, e, d), 0, None, pt, level=s)
                 bar.update()
             i = choose(points, self.selection_tolerance)
-            self.selection_[i]["chosen"] = True
-            K, e, d = grid[i]
-            c0 = inits[i]
+            self.selection_[start + i]["chosen"] = True
+            K, e, d = grid[cands[i][0]]
+            c0 = inits[cands[i][0]]
+            self._exit_level = cands[i][1]      # Alg. 1's cycles are measured with the chosen exits
         else:
             K, e, d = grid[0]
         cfg = self._settings(K=K, eps=e, delta=d)
@@ -456,13 +488,13 @@ class _CascadeClassifier(CategoricalInputs, CostSensitiveClassifier):
         if early:
             snaps = [c0 if c0 is not None else init_cascade(prob, cfg)]
             pts = [self._score(snaps[0], bank, H32, val)]
-            self._record("cycle", (K, e, d), 0, None, pts[0])
+            self._record("cycle", (K, e, d), 0, None, pts[0], level=self._exit_level)
             c0 = snaps[0]
 
             def on_cycle(c):
                 snaps.append(c.copy())
                 pts.append(self._score(c, bank, H32, val))
-                self._record("cycle", (K, e, d), len(snaps) - 1, None, pts[-1])
+                self._record("cycle", (K, e, d), len(snaps) - 1, None, pts[-1], level=self._exit_level)
                 return False
         c = optimize(prob, cfg, c0, bar=bar, on_cycle=on_cycle)
         self.objective_history_ = [float(f) for f in c.history]
@@ -487,26 +519,73 @@ class _CascadeClassifier(CategoricalInputs, CostSensitiveClassifier):
                     cand = fine_tune_stage(prob, cfg, c, k)
                     pt = self._score(cand, bank, H32, val)
                     keep = choose([pt, cur], 0.0) == 0      # not less accurate; if as accurate, not dearer
-                    self._record("fine_tune", (K, e, d), n_cycles, k, pt, keep)
+                    self._record("fine_tune", (K, e, d), n_cycles, k, pt, keep, level=self._exit_level)
                     if keep:
                         c, cur = cand, pt
                         tuned.append(k)
                 bar.update()
-        return c, (K, e, d), n_cycles, tuned, bank, H32
+        if self._retrofit_search():
+            if val is not None:
+                level = self._retrofit(c, bank, H32, val, (K, e, d), n_cycles, bar)
+        else:
+            level = self._fixed_level()
+        self._exit_level = level
+        return c, (K, e, d), n_cycles, tuned, level, bank, H32
+
+    def _retrofit_search(self):
+        """True when the exits' level is chosen on validation (``retrofit_exits=True``)."""
+        r = self.retrofit_exits
+        return isinstance(r, (bool, np.bool_)) and bool(r)
+
+    def _fixed_level(self):
+        """The level ``retrofit_exits`` fixes, or None (the trained exits, also while searching)."""
+        r = self.retrofit_exits
+        return None if isinstance(r, (bool, np.bool_)) else float(r)
+
+    def _levels(self):
+        """The exit rules a candidate is measured with: the trained exits and every level
+        (``retrofit_exits=True``), or the one rule ``retrofit_exits`` fixes."""
+        return (None,) + EXIT_LEVELS if self._retrofit_search() else (self._fixed_level(),)
+
+    def _retrofit(self, c: Cascade, bank, H32, val, setting, n_cycles, bar):
+        """The exits retrofitted on validation (``retrofit_exits``): the
+        trained one-sided exits against one two-sided exit |margin| >= s on
+        every stage but the last, for each s of ``EXIT_LEVELS``, chosen by
+        the selection rule.  Returns the chosen s, or None (trained exits)."""
+        levels = self._levels()
+        pts = self._scores(c, bank, H32, val, levels)
+        for s, pt in zip(levels, pts):
+            self._record("exits", setting, n_cycles, None, pt, level=s)
+        bar.update(len(EXIT_LEVELS))
+        j = choose(pts, self.selection_tolerance)
+        self.selection_[len(self.selection_) - len(pts) + j]["chosen"] = True
+        self._exit_level = levels[j]
+        return levels[j]
 
     def _score(self, c: Cascade, bank, H32, val):
-        """(accuracy, mean cost) of cascade ``c``, exported, on the
-        validation rows (reference runtime)."""
+        """(accuracy, mean cost) of cascade ``c``, exported with the current
+        exits (``_exit_level``), on the validation rows (reference runtime)."""
+        return self._scores(c, bank, H32, val, (self._exit_level,))[0]
+
+    def _scores(self, c: Cascade, bank, H32, val, levels):
+        """(accuracy, mean cost) of cascade ``c`` on the validation rows with
+        each exit rule of ``levels`` (None: the trained exits); leaves
+        ``_exit_level`` as it found it."""
         self._export(c, bank, H32)
         self._objective = 0.0      # metadata only; the fitted model carries the chosen cycle's
-        p = ref_predict(self.to_ir(), val[0])
-        return float(np.mean(p.output == val[1])), float(p.cost.mean())
+        keep, out = self._exit_level, []
+        for s in levels:
+            self._exit_level = s
+            p = ref_predict(self.to_ir(), val[0])
+            out.append((float(np.mean(p.output == val[1])), float(p.cost.mean())))
+        self._exit_level = keep
+        return out
 
-    def _record(self, step, setting, cycle, stage, point, chosen=False):
+    def _record(self, step, setting, cycle, stage, point, chosen=False, level=None):
         K, e, d = setting
         self.selection_.append({"step": step, "n_stages": K, "exit_fraction": e, "lambda_inflation": d,
-                                "cycle": cycle, "stage": stage, "accuracy": point[0], "mean_cost": point[1],
-                                "chosen": bool(chosen)})
+                                "cycle": cycle, "stage": stage, "exit_level": level, "accuracy": point[0],
+                                "mean_cost": point[1], "chosen": bool(chosen)})
 
     def _export(self, c: Cascade, bank, H32):
         """float32 stages and thresholds, dummy stages dropped (Chen §4 and
@@ -550,10 +629,18 @@ class _CascadeClassifier(CategoricalInputs, CostSensitiveClassifier):
         pos = np.searchsorted(self._used_trees, np.arange(self.bank_.n_trees))
         nodes: list = [sub]
         ctl = []
+        level = getattr(self, "_exit_level", None)
         for i, (sc, th) in enumerate(self._stages):
             nodes.append(ir.linear([ir.tree_input(0, int(pos[t])) for t in sc.cols],
                                    sc.w32.astype(np.float64), float(sc.b32), name=f"stage {i + 1}"))
-            ctl.append((len(nodes) - 1, "none" if th is None else "le", 0.0 if th is None else float(th)))
+            if th is None:
+                ctl.append((len(nodes) - 1, "none", 0.0))
+            elif level is None:
+                ctl.append((len(nodes) - 1, "le", float(th)))
+            elif sc.cols.size:          # retrofitted: Early Exit's two-sided rule at level s
+                ctl.append((len(nodes) - 1, "abs_ge", float(level)))
+            else:                       # a stage without trees has one margin for every row: it passes all on
+                ctl.append((len(nodes) - 1, "none", 0.0))
         nodes.append(ir.cascade(ctl, name=self._mode))
         return self._ir_model(nodes, len(nodes) - 1, ir.binary_task(self._ir_classes(), "identity"),
                               self._costs, n_stages=len(self._stages),

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from skinflint.datasets import make_cheap_rejects
-from skinflint.ir.codes import EXIT_LE, EXIT_NONE
+from skinflint.ir.codes import EXIT_ABS_GE, EXIT_LE, EXIT_NONE
 from skinflint.ir.json_io import to_json
 from skinflint.runtimes.reference import predict
 from skinflint.trainers.boosting.early_exit import EarlyExitClassifier
@@ -42,7 +42,10 @@ def test_ir_shape_and_predictions(cls, fitted, small):
     assert kinds[0] == "trees" and kinds[-1] == "cascade" and set(kinds[1:-1]) == {"linear"}
     casc = m.nodes[-1]
     assert est.n_stages_ == len(casc.scorer) >= 2          # a real cascade at this lambda
-    assert casc.exit_rule[-1] == EXIT_NONE and set(casc.exit_rule[:-1].tolist()) == {EXIT_LE}
+    assert casc.exit_rule[-1] == EXIT_NONE
+    # the trained exits, or the two-sided ones retrofitted on validation (retrofit_exits, the default)
+    rules = set(casc.exit_rule[:-1].tolist())
+    assert rules == {EXIT_LE} if est.exit_level_ is None else EXIT_ABS_GE in rules <= {EXIT_ABS_GE, EXIT_NONE}
     Xte = small[2]
     p = predict(est.to_ir(), Xte)
     np.testing.assert_array_equal(est.predict(Xte), p.output)
@@ -57,6 +60,20 @@ def test_parity_with_budgets(cls, fitted, small):
     """reference == ONNX == C dense == C on-demand, bit for bit, with budgets
     at and around each row's cost (verify's default)."""
     report = verify(fitted[cls].model_, small[2][:300], max_rows=600)
+    assert report.ok, report.table()
+
+
+@pytest.mark.parametrize("cls", CLASSES)
+def test_parity_of_retrofitted_exits(cls, small):
+    """The two-sided exits of retrofit_exits (|margin| >= s on every stage but
+    the last): reference == ONNX == C dense == C on-demand, bit for bit, with
+    budgets, at a level where rows leave at several stages."""
+    est = _small_fit(cls, small, retrofit_exits=0.875, n_stages=4, exit_fraction=0.15, lambda_inflation=1.3,
+                     early_stopping=False, fine_tune="none", max_cycles=1)
+    assert EXIT_ABS_GE in est.model_.nodes[-1].exit_rule.tolist()
+    p = predict(est.model_, small[2][:300])
+    assert len(np.unique(p.stage)) == 3          # rows leave at every stage (measured: 219, 56, 25)
+    report = verify(est.model_, small[2][:300], max_rows=600)
     assert report.ok, report.table()
 
 

@@ -11,10 +11,11 @@ from sklearn.base import clone
 
 from skinflint import datasets, ir
 from skinflint.datasets import make_cheap_rejects
+from skinflint.ir.codes import EXIT_ABS_GE, EXIT_LE, EXIT_NONE
 from skinflint.ir.json_io import to_json
 from skinflint.runtimes.reference import predict
 from skinflint.trainers import TRAINERS
-from skinflint.trainers.cascades.cronus import AUTO, CronusClassifier, CSCCClassifier, choose
+from skinflint.trainers.cascades.cronus import AUTO, EXIT_LEVELS, CronusClassifier, CSCCClassifier, choose
 
 CLASSES = (CronusClassifier, CSCCClassifier)
 SMALL = dict(n_estimators=20, max_depth=3, min_samples_leaf=5, tree_eval_cost=1.0, random_state=0,
@@ -74,10 +75,10 @@ def test_search_keeps_one_stage_where_one_suffices(cls):
 def test_fixed_values_and_grids_are_honoured(cls, rejects):
     Xtr, ytr, Xva, yva, _, _, c = rejects
     est = cls(feature_costs=c, n_stages=3, exit_fraction=0.1, lambda_inflation=2.0, early_stopping=False,
-              fine_tune="none", **SMALL).fit(Xtr, ytr)
+              fine_tune="none", retrofit_exits=False, **SMALL).fit(Xtr, ytr)
     assert est.selection_ == []                     # nothing chosen, nothing held out
     assert est.best_params_ == {"n_stages": 3, "exit_fraction": 0.1, "lambda_inflation": 2.0,
-                                "n_cycles": len(est.objective_history_) - 1}
+                                "n_cycles": len(est.objective_history_) - 1, "exit_level": None}
     est = cls(feature_costs=c, n_stages=(2, 4), exit_fraction=0.1, lambda_inflation=(1.3,), **SMALL)
     est.fit(Xtr, ytr, eval_set=(Xva, yva))
     assert {(r["n_stages"], r["exit_fraction"]) for r in est.selection_ if r["step"] == "init"} == {
@@ -125,12 +126,86 @@ def test_holdout_then_refit_is_deterministic_and_clones(cls, rejects):
     assert other != a                          # another hold-out (and bank seed): another model
 
 
+@pytest.mark.parametrize("cls", CLASSES)
+def test_retrofitted_exits_follow_validation(cls, rejects):
+    """retrofit_exits (the default): the trained one-sided exits and one
+    two-sided exit |margin| >= s per level are measured on validation after
+    everything else, the selection rule picks one, and the exported cascade
+    has that rule; with the other values fixed the stages are those of
+    retrofit_exits=False, whose model keeps the trained exits."""
+    Xtr, ytr, Xva, yva, _, _, c = rejects
+    kw = dict(feature_costs=c, cost_tradeoff=4e-4, n_stages=10, exit_fraction=0.15, lambda_inflation=1.3,
+              early_stopping=False, fine_tune="none", **SMALL)
+    est = cls(**kw).fit(Xtr, ytr, eval_set=(Xva, yva))
+    off = cls(retrofit_exits=False, **kw).fit(Xtr, ytr, eval_set=(Xva, yva))
+    ex = [r for r in est.selection_ if r["step"] == "exits"]
+    assert [r["exit_level"] for r in ex] == [None, *EXIT_LEVELS]
+    assert not [r for r in off.selection_ if r["step"] == "exits"] and off.exit_level_ is None
+    pts = [(r["accuracy"], r["mean_cost"]) for r in ex]
+    j = choose(pts, est.selection_tolerance)
+    assert [r["chosen"] for r in ex] == [i == j for i in range(len(ex))]
+    assert est.exit_level_ == ex[j]["exit_level"] == est.best_params_["exit_level"]
+    # the chosen model is the one measured: the fitted model's validation accuracy and cost
+    assert (est.validation_["accuracy"], est.validation_["mean_cost"]) == pts[j]
+    assert off.validation_["accuracy"] == pts[0][0] and off.validation_["mean_cost"] == pts[0][1]
+    rules = est.model_.nodes[-1].exit_rule
+    stages_on, stages_off = est.model_.nodes[1:-1], off.model_.nodes[1:-1]
+    assert [n.to_dict() for n in stages_on] == [n.to_dict() for n in stages_off]      # the same stages
+    assert set(off.model_.nodes[-1].exit_rule[:-1].tolist()) <= {EXIT_LE}
+    if est.exit_level_ is None:
+        assert set(rules[:-1].tolist()) <= {EXIT_LE}
+    else:
+        assert set(rules[:-1].tolist()) <= {EXIT_ABS_GE, EXIT_NONE} and EXIT_ABS_GE in rules.tolist()
+        thr = est.model_.nodes[-1].threshold
+        assert np.all(thr[rules == EXIT_ABS_GE] == est.exit_level_)
+
+
+@pytest.mark.parametrize("cls", CLASSES)
+def test_initialisations_are_measured_with_every_exit_rule(cls, rejects):
+    """With retrofit_exits=True the choice among initialisations is over
+    (setting, exits) pairs: every setting with K > 1 is measured with the
+    trained exits and each level, K = 1 (no exits) once; the cycles are then
+    measured with the chosen pair's exits."""
+    Xtr, ytr, Xva, yva, _, _, c = rejects
+    est = cls(feature_costs=c, cost_tradeoff=4e-4, **SMALL).fit(Xtr, ytr, eval_set=(Xva, yva))
+    inits = [r for r in est.selection_ if r["step"] == "init"]
+    per = {}
+    for r in inits:
+        per.setdefault((r["n_stages"], r["exit_fraction"], r["lambda_inflation"]), []).append(r["exit_level"])
+    assert per.pop((1, AUTO["exit_fraction"][0], AUTO["lambda_inflation"][0])) == [None]
+    assert len(per) == 8 and all(v == [None, *EXIT_LEVELS] for v in per.values())
+    i = choose([(r["accuracy"], r["mean_cost"]) for r in inits], est.selection_tolerance)
+    assert [r["chosen"] for r in inits] == [j == i for j in range(len(inits))]
+    cycles = [r for r in est.selection_ if r["step"] == "cycle"]
+    assert cycles and {r["exit_level"] for r in cycles} == {inits[i]["exit_level"]}
+    assert cycles[0]["accuracy"] == inits[i]["accuracy"] and cycles[0]["mean_cost"] == inits[i]["mean_cost"]
+
+
+@pytest.mark.parametrize("cls", CLASSES)
+def test_a_fixed_exit_level_needs_no_validation(cls, rejects):
+    """retrofit_exits=s fixes the two-sided exits at s: with every other value
+    fixed nothing is held out, and the model is retrofit_exits=False's with
+    |margin| >= s on every stage with trees but the last."""
+    Xtr, ytr, _, _, _, _, c = rejects
+    kw = dict(feature_costs=c, cost_tradeoff=4e-4, n_stages=4, exit_fraction=0.15, lambda_inflation=1.3,
+              early_stopping=False, fine_tune="none", **SMALL)
+    a = cls(retrofit_exits=0.5, **kw).fit(Xtr, ytr)
+    b = cls(retrofit_exits=False, **kw).fit(Xtr, ytr)
+    assert a.selection_ == [] and a.exit_level_ == 0.5
+    assert a.n_stages_ == b.n_stages_ >= 2
+    rules = a.model_.nodes[-1].exit_rule
+    assert rules[-1] == EXIT_NONE and EXIT_ABS_GE in rules[:-1].tolist()
+    np.testing.assert_array_equal(a.model_.nodes[-1].threshold[rules == EXIT_ABS_GE], 0.5)
+    assert [n.to_dict() for n in a.model_.nodes[:-1]] == [n.to_dict() for n in b.model_.nodes[:-1]]
+
+
 def test_bad_selection_params_are_clear_errors(rejects):
     Xtr, ytr = rejects[0], rejects[1]
     for kw, msg in ((dict(n_stages="best"), "n_stages must be"), (dict(n_stages=(3, 0)), "n_stages must be"),
                     (dict(exit_fraction=(0.1, 1.5)), "exit_fraction must be"),
                     (dict(lambda_inflation=()), "empty tuple"), (dict(fine_tune="sometimes"), "fine_tune must be"),
                     (dict(selection_tolerance=-1.0), "selection_tolerance"),
+                    (dict(retrofit_exits=-0.5), "retrofit_exits"), (dict(retrofit_exits="auto"), "retrofit_exits"),
                     (dict(validation_fraction=1.5), "validation_fraction")):
         with pytest.raises(ValueError, match=msg):
             CSCCClassifier(**dict(SMALL, n_estimators=3), **kw).fit(Xtr, ytr)
@@ -139,7 +214,7 @@ def test_bad_selection_params_are_clear_errors(rejects):
 # the pins the registry's test models had before the search became the default
 # (tests/trainers/test_model_pin.py); their fixed values must still give these bytes
 _BEFORE = {"cronus": "fdf880d937635e64", "cscc": "b268e60ff720a8a8"}
-_NEW_PARAMS = ("early_stopping", "validation_fraction", "selection_tolerance")
+_NEW_PARAMS = ("early_stopping", "validation_fraction", "selection_tolerance", "retrofit_exits")
 
 
 @pytest.mark.parametrize("name", sorted(_BEFORE))
@@ -153,7 +228,7 @@ def test_fixed_values_reproduce_the_models_of_before(name):
     spec = TRAINERS[name]
     grid = spec.scaled_grid(float(np.mean(ds.feature_costs)))
     params = dict(spec.test_params, exit_fraction=0.15, lambda_inflation=1.3, early_stopping=False,
-                  fine_tune="last" if name == "cscc" else "none")
+                  fine_tune="last" if name == "cscc" else "none", retrofit_exits=False)
     params[spec.sweep] = grid[len(grid) // 2]
     m = spec.estimator("classification", feature_costs=ds.feature_costs, **params).fit(
         ds.X[rows], ds.y[rows]).to_ir()
