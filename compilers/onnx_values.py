@@ -126,6 +126,7 @@ class Values(Part):
         self._values: dict = {}
         self._leaf = None
         self._major = None
+        self._major_local = None
         self._ensemble: dict | None = None
         self._layout: LeafLayout | None = None
         self.tree_major: set = set()    # nodes whose ``prefix`` is [steps + 1, N] (``_tree_prefix``)
@@ -278,13 +279,13 @@ class Values(Part):
                                   for q, e in zip(parts, ends, strict=True)}
         return self._ensemble
 
-    def _decode(self, y, axis):
+    def _decode(self, y, axis, local=False):
         """int32 leaf starts from packed sums ``y`` float32, [targets, N]
         (axis 0) or [N, targets] (axis 1), in the same layout with trees
-        for targets.  The digits come back as exact integer shifts and
-        masks, in int32 (int64 ops run ~4x slower in onnxruntime)."""
+        for targets (``local``: each tree's own leaf numbers instead).  The
+        digits come back as exact integer shifts and masks, in int32 (int64
+        ops run ~4x slower in onnxruntime)."""
         g, T = self.g, self.layout.n_trees
-        lay = self.leaf_layout()
         b, n_targets = self._packing()
         y = g.cast(y, TensorProto.UINT32)
         digits = -(-T // n_targets)       # <= P: the last digit may be partly empty
@@ -296,6 +297,12 @@ class Values(Part):
             if n_targets * digits > T:
                 y = g.slice(y, 0, T, axis)
         q = g.cast(y, I32)
+        return q if local else self.global_starts(q, axis)
+
+    def global_starts(self, q, axis):
+        """Where the values of the leaves numbered ``q`` (int32, tree by tree
+        along ``axis``) start in the values table."""
+        g, lay = self.g, self.leaf_layout()
         shape = (-1, 1) if axis == 0 else (1, -1)
         if np.any(lay.width != 1):
             q = g.op("Mul", q, g.const(lay.width.reshape(shape).astype(np.int32)))
@@ -318,6 +325,22 @@ class Values(Part):
             with self.g.scope("leaf/decode", root=True):
                 self._major = self.g.op("Transpose", self._walked_leaf(), perm=[1, 0]), self.leaf_layout().vals
         if self._major is None:
+            local = self.leaf_major_local()
+            with self.g.scope("leaf/decode", root=True):
+                self._major = self.global_starts(local, 0), self.leaf_layout().vals
+        return self._major
+
+    def has_major(self):
+        """Whether ``leaf_major`` (the global starts, [T, N]) is emitted."""
+        return self._major is not None
+
+    def leaf_major_local(self):
+        """[T, N] int32: per tree and row, the number of the leaf the row
+        reaches within its tree (``leaf_major`` before the tables' offsets;
+        None without a tree operator)."""
+        if self.op == "gather":
+            return None
+        if self._major_local is None:
             g = self.g
             if self._ensemble is not None and "starts" not in self._ensemble:
                 y = self.leaf_sums(self.X)            # emitted without them: a second operator
@@ -325,8 +348,8 @@ class Values(Part):
                 self.need_starts = True
                 y = self.ensemble()["starts"]
             with g.scope("leaf/decode", root=True):
-                self._major = self._decode(g.op("Transpose", y, perm=[1, 0]), 0), self.leaf_layout().vals
-        return self._major
+                self._major_local = self._decode(g.op("Transpose", y, perm=[1, 0]), 0, local=True)
+        return self._major_local
 
     def leaf_sums(self, X):
         """[M, targets] packed leaf numbers of the rows ``X`` [M, F], from a
@@ -478,6 +501,18 @@ class Values(Part):
             with g.scope("leaf/values"):      # the operator's own votes (``can_vote_values``)
                 steps = g.op("Transpose", self.ensemble()["values"], perm=[1, 0])              # [T, N]
                 steps = g.op("Pad", steps, g.const(top), g.const(np.float32(bias)))            # [T + 1, N]
+        elif (table := self._local_table(trees, bias, wide)) is not None:
+            # each tree's values as a row of a [trees + 1, most leaves] table
+            # (the bias at [0, 0]), read by local leaf number: GatherElements
+            # along axis 1 copies element by element, about 10x faster than
+            # Gather from the flat table (measured, one thread, 1001 x 4096
+            # float64: 3.0 ms against 32 ms)
+            local = self.leaf_major_local()
+            with g.scope("leaf/values"):
+                if not np.array_equal(trees, np.arange(self.layout.n_trees)):
+                    local = g.gather(local, trees, 0)
+                local = g.op("Pad", local, g.const(top), g.const(np.int32(0)))
+                steps = g.op("GatherElements", g.const(table), local, axis=1)                     # [T + 1, N]
         else:
             start, vals = self.leaf_major()
             if wide:
@@ -493,6 +528,25 @@ class Values(Part):
                 run = g.op("Div", run, g.const(np.float64(t.node_div[n])))
             self.tree_major.add(n)
             return run                                                                         # [T + 1, N]
+
+    def _local_table(self, trees, bias, wide):
+        """[len(trees) + 1, most leaves] values of the one-output ``trees``
+        by local leaf number, the bias alone in row 0 (zeros past each
+        tree's leaves, never read), or None: without a tree operator, or
+        when padding would more than double the table."""
+        if self.op == "gather" or not len(trees):
+            return None
+        lay = self.leaf_layout()
+        vals = lay.vals64 if wide else lay.vals
+        n = lay.n_leaves[trees]
+        if (len(trees) + 1) * int(n.max()) > 2 * n.sum() + 64:
+            return None
+        table = np.zeros((len(trees) + 1, int(n.max())), vals.dtype)
+        table[0, 0] = bias
+        rows = np.repeat(np.arange(1, len(trees) + 1), n)
+        cols = np.arange(n.sum()) - np.repeat(np.cumsum(n) - n, n)
+        table[rows, cols] = vals[np.repeat(lay.base[trees], n) + cols]
+        return table
 
     def value(self, n):
         """[N, K] float32 value of scoring node n, fully evaluated (a float64
