@@ -10,7 +10,7 @@ cheapest model within 0.01 NDCG@5 of the full-cost LambdaMART GBRT, its cost as 
 LambdaMART Greedy Miser against LightGBM with the same trees (rounds, depth, leaves) and threads.
 
     python benchmarks/bench_rank.py                                 # tiny synthetic set (~15 min on 2 cores)
-    python benchmarks/bench_rank.py --size small                    # 1,000 queries x 136 features
+    python benchmarks/bench_rank.py --size small                    # 1,000 queries x 136 features (see docs)
     python benchmarks/bench_rank.py --size yahoo                    # ~470k documents x 519 features
     python benchmarks/bench_rank.py --plot docs/img/ranking_tiny.png
     python benchmarks/bench_rank.py --only gbrt,greedy-miser,lightgbm
@@ -46,6 +46,11 @@ SIZES = {  # queries, features, rounds
     "small": (1000, 136, 300),
     "yahoo": (19944, 519, 1000),
 }
+# the papers' baselines past the tiny size: grid points per method and trees per bank.  Cronus and CSCC are what
+# made the small run take hours: each fit grows its tiered bank (3 boosts) twice and searches 12 initialisations
+# (~45 s CPU per fit at 1,000 queries x 136 features, 200 trees), 4 grid points each
+BASELINE_POINTS = {"tiny": None, "small": 2, "yahoo": 2}      # None: every other point of the registry's grid
+BASELINE_TREES = {"tiny": 200, "small": 100, "yahoo": 100}
 GM_GRID = (5e-6, 1e-5, 2e-5, 3e-5, 5e-5, 1e-4, 3e-4)   # lambda per row, in Yahoo cost units (mean cost ~36)
 EE_GRID = (0.0, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0)
 CASCADE_TOLERANCES = (0.0, 0.005, 0.01, 0.02, 0.05)   # validation NDCG@5 a ranking cascade may give up
@@ -175,12 +180,21 @@ def exit_summary(rows):
     return "\n".join(lines)
 
 
-def run_papers_baselines(tr, va, te, costs, tree, rows, only):
+def grid_points(grid, points):
+    """Every other point of ``grid`` (all of a grid of <= 3), thinned to ``points`` evenly spread ones."""
+    pts = list(grid[::2] if len(grid) > 3 else grid)
+    if points is None or points >= len(pts):
+        return pts
+    return [pts[i] for i in sorted(set(np.linspace(0, len(pts) - 1, points).round().astype(int)))]
+
+
+def run_papers_baselines(tr, va, te, costs, tree, rows, only, points=None, trees=200):
     """Cronus, CSCC and AFR on the skewed binary task (relevance >= 3), CSTC and ASTC as regressors on the
-    relevance label, each ranked by its score; grids as the registry's, scaled to the mean cost."""
+    relevance label, each ranked by its score; grids as the registry's, scaled to the mean cost (``points`` of
+    them, ``grid_points``), banks of at most ``trees`` trees."""
     mean_cost = float(np.mean(costs))
     binary = lambda d: (d.y >= 3).astype(np.int64)   # noqa: E731
-    small = dict(n_estimators=min(tree["n_estimators"], 200), max_depth=tree["max_depth"])
+    small = dict(n_estimators=min(tree["n_estimators"], trees), max_depth=tree["max_depth"])
     for name in ("cronus", "cscc", "cstc", "astc", "afr"):
         if name not in only:
             continue
@@ -190,7 +204,7 @@ def run_papers_baselines(tr, va, te, costs, tree, rows, only):
         grid = spec.scaled_grid(mean_cost)
         if spec.anytime:
             grid = grid[:1]
-        for v in grid[::2] if len(grid) > 3 else grid:
+        for v in grid_points(grid, points):
             est = spec.estimator(task, feature_costs=costs, tree_eval_cost=1.0, random_state=0, verbose=0,
                                  **small, **{spec.sweep: v})
             t0 = time.perf_counter()
@@ -238,11 +252,7 @@ def run_lightgbm(tr, va, te, costs, tree, rows, only, threads):
         fit = time.perf_counter() - t0
         curve = m.evals_result_["valid_0"]["ndcg@5"]
         best = int(np.argmax(curve)) + 1
-        try:
-            model = with_tree_cost(from_lightgbm(m, costs, num_iteration=best))
-        except ValueError as e:   # reported, not hidden: see docs/ranking.md (single-leaf trees)
-            print(f"  {name}: import failed: {e}")
-            continue
+        model = with_tree_cost(from_lightgbm(m, costs, num_iteration=best))   # one-leaf trees (CEGB) included
         rows.append(measured(name, family, model, te, fit, trees=best))
 
 
@@ -427,6 +437,9 @@ def main(argv=None):
     ap.add_argument("--depth", type=int, default=4)
     ap.add_argument("--only", default="gbrt,greedy-miser,early-exit,cascade,cronus,cscc,cstc,astc,afr,lightgbm,cegb",
                     help="comma-separated parts to run")
+    ap.add_argument("--baseline-points", type=int,
+                    help="grid points per paper baseline (Cronus, CSCC, CSTC, ASTC, AFR); default by --size")
+    ap.add_argument("--baseline-trees", type=int, help="trees per paper baseline's bank; default by --size")
     ap.add_argument("--plot")
     ap.add_argument("--rank-overhead", action="store_true",
                     help="only time the reference runtime's query scoring against its per-row scoring")
@@ -452,7 +465,10 @@ def main(argv=None):
     run_rankers(tr, va, te, costs, tree, rows, only)
     if "cascade" in only:
         run_gm_cascades(tr, va, te, costs, tree, rows)
-    run_papers_baselines(tr, va, te, costs, tree, rows, only)
+    size = args.size if not args.train else "yahoo"
+    run_papers_baselines(tr, va, te, costs, tree, rows, only,
+                         points=args.baseline_points or BASELINE_POINTS[size],
+                         trees=args.baseline_trees or BASELINE_TREES[size])
     if "lightgbm" in only:
         run_lightgbm(tr, va, te, costs, tree, rows, only, threads)
     print(table(rows))
