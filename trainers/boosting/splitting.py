@@ -17,6 +17,8 @@ refunds the penalty changes between the nodes of a level.
 import numpy as np
 from numba import njit, prange
 
+_CHUNK = 16   # (node, feature) pairs per parallel task of the split search
+
 
 @njit(cache=True)
 def _score(G, H, l2):
@@ -27,36 +29,67 @@ def _score(G, H, l2):
 
 
 @njit(cache=True, inline="always")
-def _feature_split(hg, hh, hc, n_bins, G, H, N, l2, min_samples_leaf, parent):
+def _candidates(cg, ch, cn, gm, hm, nm, nb, G, H, N, l2, min_samples_leaf, parent, out):
+    """``out[b]``: the bracket of "bins <= b left" with (gm, hm, nm) added
+    to the left sums, -inf where a child has fewer than
+    ``min_samples_leaf`` rows.  No loop-carried state: the divisions run
+    in SIMD lanes, each lane the same IEEE operations as ``_score``."""
+    for b in range(nb):
+        GL = cg[b] + gm
+        HL = ch[b] + hm
+        NL = cn[b] + nm
+        NR = N - NL
+        d1 = HL + l2
+        d2 = (H - HL) + l2
+        GR = G - GL
+        s1 = GL * GL / d1 if d1 > 0 else 0.0
+        s2 = GR * GR / d2 if d2 > 0 else 0.0
+        s = 0.5 * (s1 + s2 - parent)
+        out[b] = s if NL >= min_samples_leaf and NR >= min_samples_leaf else -np.inf
+
+
+@njit(cache=True, inline="always")
+def _feature_split(hg, hh, hc, n_bins, G, H, N, l2, min_samples_leaf, parent, buf):
     """The best bracket of one feature's histograms (-inf when no valid
     split), its bin, NaN direction and left sums.  Candidates are tried bin
     by bin, "missing right" first, and the first of equal brackets wins.
-    The missing bin is the last slot (MISSING_BIN of uint8 data)."""
+    The missing bin is the last slot (MISSING_BIN of uint8 data).
+
+    Three passes over the bins, with ``buf`` [5, >= n_bins] as scratch: the
+    prefix sums (the same additions in the same order as one running sum),
+    every candidate's bracket (``_candidates``, vectorised: 1.40 -> 1.07 ms
+    for 16 nodes x 100 features, one thread), then the first best.  A
+    bracket is the same number whichever pass computes it."""
     ms = hg.shape[0] - 1
     gm, hm, nm = hg[ms], hh[ms], float(hc[ms])
     # with no missing rows in the node both NaN directions give the same
     # gain: try only "missing right", and send NaN to the larger child
-    n_dirs = 2 if nm > 0 else 1
+    two = nm > 0
+    nb = n_bins - 1
+    cg, ch, cn, s0, s1 = buf[0], buf[1], buf[2], buf[3], buf[4]
     gl, hl, nl = 0.0, 0.0, 0.0
-    best, bb, bm = -np.inf, 0, True
-    bG, bH, bN = 0.0, 0.0, 0.0
-    for b in range(n_bins - 1):
+    for b in range(nb):
         gl += hg[b]
         hl += hh[b]
         nl += hc[b]
-        for d in range(n_dirs):  # d = 0: missing right, d = 1: missing left
-            GL = gl + gm if d else gl
-            HL = hl + hm if d else hl
-            NL = nl + nm if d else nl
-            NR = N - NL
-            if NL < min_samples_leaf or NR < min_samples_leaf:
-                continue
-            s = 0.5 * (_score(GL, HL, l2) + _score(G - GL, H - HL, l2) - parent)
-            if s > best:
-                best, bb = s, b
-                bm = d == 1 if nm > 0 else NL >= NR
-                bG, bH, bN = GL, HL, NL
-    return best, bb, bm, bG, bH, bN
+        cg[b] = gl
+        ch[b] = hl
+        cn[b] = nl
+    _candidates(cg, ch, cn, 0.0, 0.0, 0.0, nb, G, H, N, l2, min_samples_leaf, parent, s0)
+    if two:   # d = 1: missing left
+        _candidates(cg, ch, cn, gm, hm, nm, nb, G, H, N, l2, min_samples_leaf, parent, s1)
+    best, bb, bd = -np.inf, 0, 0
+    for b in range(nb):
+        if s0[b] > best:
+            best, bb, bd = s0[b], b, 0
+        if two and s1[b] > best:
+            best, bb, bd = s1[b], b, 1
+    if best == -np.inf:
+        return best, 0, True, 0.0, 0.0, 0.0
+    bG = cg[bb] + gm if bd else cg[bb]
+    bH = ch[bb] + hm if bd else ch[bb]
+    bN = cn[bb] + nm if bd else cn[bb]
+    return best, bb, bd == 1 if two else bN >= N - bN, bG, bH, bN
 
 
 def level_splits(hg, hh, hc, n_bins, sums, l2, min_samples_leaf, active):
@@ -185,19 +218,25 @@ def level_flat_splits(hg, hh, hc, offsets, n_bins, sums, l2, min_samples_leaf, a
     bins = np.zeros((J, F), np.int64)
     mleft = np.zeros((J, F), np.bool_)
     left_sums = np.zeros((J, F, 3))
-    for t in prange(J * F):
-        j, f = t // F, t % F
-        if not active[f]:
-            continue
-        G, H, N = sums[j, 0], sums[j, 1], sums[j, 2]
-        a, b = offsets[f], offsets[f + 1]
-        best, bb, bm, bG, bH, bN = _feature_split(hg[j, a:b], hh[j, a:b], hc[j, a:b], n_bins[f], G, H, N, l2,
-                                                  min_samples_leaf, _score(G, H, l2))
-        if best > -np.inf:
-            gain[j, f] = best
-            bins[j, f] = bb
-            mleft[j, f] = bm
-            left_sums[j, f, 0], left_sums[j, f, 1], left_sums[j, f, 2] = bG, bH, bN
+    W = 0
+    for f in range(F):
+        W = max(W, offsets[f + 1] - offsets[f])
+    n = J * F
+    for q in prange((n + _CHUNK - 1) // _CHUNK):   # chunks of (node, feature) pairs, one scratch each
+        buf = np.empty((5, W))
+        for t in range(q * _CHUNK, min(n, (q + 1) * _CHUNK)):
+            j, f = t // F, t % F
+            if not active[f]:
+                continue
+            G, H, N = sums[j, 0], sums[j, 1], sums[j, 2]
+            a, b = offsets[f], offsets[f + 1]
+            best, bb, bm, bG, bH, bN = _feature_split(hg[j, a:b], hh[j, a:b], hc[j, a:b], n_bins[f], G, H, N, l2,
+                                                      min_samples_leaf, _score(G, H, l2), buf)
+            if best > -np.inf:
+                gain[j, f] = best
+                bins[j, f] = bb
+                mleft[j, f] = bm
+                left_sums[j, f, 0], left_sums[j, f, 1], left_sums[j, f, 2] = bG, bH, bN
     return gain, bins, mleft, left_sums
 
 

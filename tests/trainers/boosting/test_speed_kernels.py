@@ -1,0 +1,173 @@
+"""The faster kernels of issue 29 give the bytes of the code they replaced:
+the radix threshold sort against ``np.sort``, the three-pass split search
+against the one-pass scan it replaced (kept here as the reference)."""
+import numpy as np
+import pytest
+from numba import njit
+
+from skinflint.trainers.boosting.binning import _column_thresholds, _sort_float32
+from skinflint.trainers.boosting.splitting import _score, level_flat_splits
+
+
+def _bits(a):
+    return np.asarray(a, np.float32).view(np.uint32)
+
+
+def _columns():
+    rng = np.random.default_rng(0)
+    sparse = rng.normal(size=5000).astype(np.float32)
+    sparse[rng.random(5000) < 0.6] = 0.0
+    odd = np.array([np.inf, -np.inf, 1, np.nan, -2, 0.0, 1e-45, -1e-45, 3.4e38, -3.4e38, 1, 1], np.float32)
+    return {"gaussian": rng.normal(size=20_000).astype(np.float32), "few values": rng.integers(0, 5, 999)
+            .astype(np.float32), "sparse": sparse, "inf, subnormal, NaN": odd, "empty": np.zeros(0, np.float32),
+            "all NaN": np.full(4, np.nan, np.float32), "wide": (rng.standard_cauchy(3000) * 1e20).astype(np.float32)}
+
+
+@pytest.mark.parametrize("name", sorted(_columns()))
+def test_radix_sort_gives_np_sort_bytes(name):
+    col = _columns()[name]
+    got, ok = _sort_float32(col.view(np.uint32))
+    assert ok
+    assert np.array_equal(got, _bits(np.sort(col[~np.isnan(col)])))
+
+
+def test_negative_zero_is_left_to_numpy():
+    # np.sort may order -0.0 and +0.0 either way; the radix keys would not
+    _, ok = _sort_float32(np.array([1.0, -0.0, 0.0], np.float32).view(np.uint32))
+    assert not ok
+
+
+def _reference_thresholds(col, max_bins):   # the np.sort code the radix sort replaced
+    col = np.sort(col[~np.isnan(col)])
+    uniq = col[np.r_[True, col[1:] != col[:-1]]] if col.size else col
+    if uniq.size <= max_bins:
+        thr = uniq[:-1]
+    else:
+        pos = np.linspace(0, col.size - 1, max_bins + 1)[1:-1].astype(np.int64)
+        thr = np.unique(col[pos])
+        thr = thr[thr < uniq[-1]]
+    return thr.astype(np.float32)
+
+
+@pytest.mark.parametrize("max_bins", [2, 16, 255])
+def test_thresholds_are_the_np_sort_ones(max_bins):
+    cols = dict(_columns(), signed_zeros=np.array([0.0, -0.0, 2.0, -0.0, 1.0] * 50, np.float32))
+    for name, col in cols.items():
+        assert np.array_equal(_bits(_column_thresholds(col, max_bins)),
+                              _bits(_reference_thresholds(col, max_bins))), name
+
+
+@njit(cache=False)
+def _reference_feature_split(hg, hh, hc, n_bins, G, H, N, l2, min_samples_leaf, parent):
+    # the one-pass scan that _feature_split replaced
+    ms = hg.shape[0] - 1
+    gm, hm, nm = hg[ms], hh[ms], float(hc[ms])
+    n_dirs = 2 if nm > 0 else 1
+    gl, hl, nl = 0.0, 0.0, 0.0
+    best, bb, bm = -np.inf, 0, True
+    bG, bH, bN = 0.0, 0.0, 0.0
+    for b in range(n_bins - 1):
+        gl += hg[b]
+        hl += hh[b]
+        nl += hc[b]
+        for d in range(n_dirs):
+            GL = gl + gm if d else gl
+            HL = hl + hm if d else hl
+            NL = nl + nm if d else nl
+            NR = N - NL
+            if NL < min_samples_leaf or NR < min_samples_leaf:
+                continue
+            s = 0.5 * (_score(GL, HL, l2) + _score(G - GL, H - HL, l2) - parent)
+            if s > best:
+                best, bb = s, b
+                bm = d == 1 if nm > 0 else NL >= NR
+                bG, bH, bN = GL, HL, NL
+    return best, bb, bm, bG, bH, bN
+
+
+@pytest.mark.parametrize("l2, msl", [(0.0, 20), (1.0, 1), (0.0, 400), (0.5, 1500)])
+def test_split_search_is_the_one_pass_scan(l2, msl):
+    rng = np.random.default_rng(3)
+    J, W = 6, 256
+    n_bins = np.array([255, 255, 2, 1, 40, 255, 255, 100], np.int64)
+    F = n_bins.shape[0]
+    hc = rng.integers(0, 30, size=(J, F, W)).astype(np.int32)
+    hc[:, :, 120:] *= rng.random((J, F, 1)) < 0.5          # some features with empty upper bins
+    hc[:, 1, -1] = 0                                        # no missing rows: one direction only
+    hg = rng.normal(size=(J, F, W)) * hc
+    hh = rng.random((J, F, W)) * 0.25 * hc
+    hh[:, 5] = 0.0                                          # zero hessians: _score's guard
+    hg[:, 6, :10] = -0.0
+    for f in range(F):                                       # slots past a feature's bins stay empty
+        hg[:, f, n_bins[f]:W - 1] = hh[:, f, n_bins[f]:W - 1] = hc[:, f, n_bins[f]:W - 1] = 0
+    sums = np.stack([hg[:, 0].sum(1), hh[:, 0].sum(1), hc[:, 0].sum(1).astype(float)], 1)
+    active = np.ones(F, np.bool_)
+    active[4] = False
+    offsets = np.arange(F + 1, dtype=np.int64) * W
+    gain, bins, mleft, left = level_flat_splits(hg.reshape(J, -1), hh.reshape(J, -1), hc.reshape(J, -1), offsets,
+                                                n_bins, sums, l2, msl, active)
+    n_valid = 0
+    for j in range(J):
+        G, H, N = sums[j]
+        for f in range(F):
+            best, bb, bm, bG, bH, bN = _reference_feature_split(hg[j, f], hh[j, f], hc[j, f], n_bins[f], G, H, N,
+                                                                l2, msl, _score(G, H, l2))
+            if not active[f] or best == -np.inf:
+                assert gain[j, f] == -np.inf
+                continue
+            n_valid += 1
+            assert (gain[j, f], bins[j, f], mleft[j, f]) == (best, bb, bm)
+            assert np.array_equal(np.array([bG, bH, bN]).view(np.uint64), left[j, f].view(np.uint64))
+    assert n_valid > 0
+
+
+def test_unit_hessians_give_the_added_sums():
+    # squared loss with unit weights: build_level copies sum h from the row counts instead of adding the
+    # 1.0s; the histograms must be the bytes of the adding path (the hot-bin path adds them either way)
+    from skinflint.trainers.boosting.histogram import build_level, hot_bins, new_level
+    rng = np.random.default_rng(5)
+    F, N = 6, 3000
+    binned = rng.integers(0, 40, size=(F, N)).astype(np.uint8)
+    binned[1, rng.random(N) < 0.7] = 3              # a hot bin
+    binned[2, rng.random(N) < 0.1] = 255            # missing values
+    g = rng.normal(size=N)
+    h = np.ones(N)
+    order = np.concatenate([np.sort(rng.choice(N, 1000, replace=False)), np.arange(N)]).astype(np.int32)
+    starts, stops, slots = np.array([0, 1000]), np.array([1000, 1000 + N]), np.array([1, 0])
+    active = np.ones(F, np.bool_)
+    active[4] = False
+    hot = hot_bins(binned)
+    assert hot[1] == 3
+    out = []
+    for unit in (False, True):
+        hist = new_level(2, F)
+        build_level(binned, order, starts, stops, slots, g, h, active, hot, *hist, unit)
+        out.append(hist)
+    for a, b in zip(*out):
+        assert np.array_equal(a.view(np.uint8), b.view(np.uint8))
+    assert out[1][1][0, 0].sum() == N   # the root's sum h is its row count
+
+
+@pytest.mark.parametrize("unit", [False, True])
+def test_root_counts_copied_are_the_counted_ones(unit):
+    # a node over all rows copies bin_counts instead of counting; every histogram keeps its bytes
+    from skinflint.trainers.boosting.histogram import bin_counts, build_level, hot_bins, new_level
+    rng = np.random.default_rng(6)
+    F, N = 5, 4001
+    binned = rng.integers(0, 250, size=(F, N)).astype(np.uint8)
+    binned[2, rng.random(N) < 0.8] = 0              # a hot bin: counted as before
+    binned[3, rng.random(N) < 0.2] = 255
+    g = rng.normal(size=N)
+    h = np.ones(N) if unit else rng.random(N)
+    order = np.arange(N, dtype=np.int32)
+    one = np.zeros(1, np.int64)
+    active = np.array([True, True, True, False, True])
+    hot = hot_bins(binned)
+    out = []
+    for counts in (None, bin_counts(binned)):
+        hist = new_level(1, F)
+        build_level(binned, order, one, np.array([N]), one, g, h, active, hot, *hist, unit, counts)
+        out.append(hist)
+    for a, b in zip(*out):
+        assert np.array_equal(a.view(np.uint8), b.view(np.uint8))
+    assert out[1][2][0, 0].sum() == N
