@@ -83,6 +83,7 @@ class SoftTree:
         self.ct: dict = {}                  # terminal -> item weights (default: item cost)
         self.history: list = []             # (round, J)
         self.round = 0
+        self._scores: dict = {}             # node -> (beta^k, b^k, its scores): see scores()
 
     # ------------------------------------------------------------ structure
     def nodes(self):
@@ -126,7 +127,26 @@ class SoftTree:
 
     # ------------------------------------------------------------ forward
     def scores(self, k):
-        return self.bias[k] + linalg.matvec(self.Phi, self.beta[k])
+        """b^k + Phi beta^k [n] (read-only), kept per node until beta^k or b^k
+        change: block coordinate descent moves one node at a time, and every
+        ``forward`` reads all K (at 10k rows x 200 bank trees, depth 3, it was
+        half of CSTC's fit).  Columns with a zero weight are left out of the
+        product when they are most of them: a row's sum starts at +0 and adds
+        the products in ascending column order, and adding a +-0 product to
+        such a sum never changes it, so the bits are those of the full
+        ``matvec``."""
+        beta, b = self.beta[k], self.bias[k]
+        hit = self._scores.get(k)
+        if hit is not None and hit[1] == b and np.array_equal(hit[0], beta):
+            return hit[2]
+        nz = np.flatnonzero(beta)
+        if 2 * nz.size < self.P:
+            out = b + linalg.matvec(np.ascontiguousarray(self.Phi[:, nz]), beta[nz])
+        else:
+            out = b + linalg.matvec(self.Phi, beta)
+        out.setflags(write=False)
+        self._scores[k] = (beta.copy(), float(b), out)
+        return out
 
     def forward(self):
         """Reach probabilities p [K, n] and margins s [K, n] of alive nodes."""
