@@ -383,7 +383,8 @@ def build_parser():
     s.add_argument("--trees", type=int, help="boosting rounds (default: the trainer's, 100 for the boosters)")
     s.add_argument("--depth", type=int, help="tree depth (default: the trainer's, 4 for the boosters)")
     s.add_argument("--learning-rate", type=float, help="shrinkage (default: the trainer's, 0.1)")
-    s.add_argument("--exit-threshold", type=float, help="early-exit margin s (default: the trainer's, 2.0)")
+    s.add_argument("--exit-threshold", type=float,
+                   help="early-exit margin s (default: the trainer's, 2.0; 1.0 for the Early Exit ranker)")
     s.add_argument("--exit-rule", choices=["query", "row"], default="query",
                    help="early-exit ranker: the papers' per-query rule (a query-level model: the reference "
                         "runtime, the generated C and ONNX rank it one query at a time) or the per-row rule, "
