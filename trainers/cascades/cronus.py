@@ -106,7 +106,7 @@ class _CascadeClassifier(CategoricalInputs, CostSensitiveClassifier):
         The selection rule's slack, in accuracy (see Notes: model selection).
     retrofit_exits : bool or float [True]
         After training, try replacing the trained one-sided exits (margin <=
-        theta_k) of every stage but the last by one two-sided exit |margin| >= s
+        theta_k) of every stage but the last by one two-sided exit ``|margin| >= s``
         for each s of ``EXIT_LEVELS`` (Early Exit's rule, on the cascade's own
         stages), and keep what the selection rule prefers on validation (the
         trained exits are a candidate).  An extension: neither paper has it.
@@ -549,7 +549,7 @@ class _CascadeClassifier(CategoricalInputs, CostSensitiveClassifier):
 
     def _retrofit(self, c: Cascade, bank, H32, val, setting, n_cycles, bar):
         """The exits retrofitted on validation (``retrofit_exits``): the
-        trained one-sided exits against one two-sided exit |margin| >= s on
+        trained one-sided exits against one two-sided exit ``|margin| >= s`` on
         every stage but the last, for each s of ``EXIT_LEVELS``, chosen by
         the selection rule.  Returns the chosen s, or None (trained exits)."""
         levels = self._levels()
