@@ -22,7 +22,7 @@ from ..boosting.losses import squared_hinge
 from ..boosting.predictor import predict_binned
 from ..boosting.split_penalty import CostState
 from ..common import class_weight_per_class
-from ..linear.linear_svm import l2svm_newton, sigmoid_loss
+from ..linear.linear_svm import afr_adjoint, l2svm_newton, sigmoid_loss
 
 C_RANGE = (1e-3, 1e3)
 
@@ -37,21 +37,15 @@ def default_n_blocks(lambda0, state: CostState) -> int:
 
 def gradient_column(sol, Phi_T, y_T, mu_T, Phi_V, y_V, mu_V, C, a, s):
     """Column ``s`` of ``linear_svm.afr_gradients``' d_phi_T and d_phi_V (thesis
-    Eqs. 2.28-2.33, paper Eqs. 9-14), and its d log C: the same operations on
-    the same operands, so the same bits (tests/trainers/anytime), without the
+    Eqs. 2.28-2.33, paper Eqs. 9-14), and its d log C: the same factors
+    (``linear_svm.afr_adjoint``) and products, so the same bits (tests/trainers/anytime), without the
     [nT, S] and [nV, S] matrices, of which Algorithm 4 reads one column per
     tree (at 190k T rows and 400 dimensions, three temporaries of 600 MB each).
     Returns (d_phi_T[:, s], d_phi_V[:, s], d log C)."""
-    theta, w = sol.theta, sol.w
-    Psi_V = np.hstack([Phi_V, np.ones((Phi_V.shape[0], 1))])      # linear_svm._with_bias
-    Psi_T = np.hstack([Phi_T, np.ones((Phi_T.shape[0], 1))])
-    _, sig = sigmoid_loss(y_V * linalg.matvec(Psi_V, theta), mu_V, a)
-    d = -a * mu_V * y_V * sig * (1.0 - sig)
-    v = linalg.cho_solve(sol.chol, linalg.rmatvec(Psi_V, d))
-    fT = linalg.matvec(Psi_T, theta)
-    coef = np.where(sol.active, mu_T, 0.0)
+    w = sol.w
+    _, d, v, residual_T, Psi_T_v, coef = afr_adjoint(sol, Phi_T, y_T, mu_T, Phi_V, y_V, mu_V, a)
     # outer(u, x)[:, s] is u * x[s], one product per entry, as np.outer computes it
-    col_T = coef * ((y_T - fT) * v[s] - linalg.matvec(Psi_T, v) * w[s])
+    col_T = coef * (residual_T * v[s] - Psi_T_v * w[s])
     return col_T, d * w[s], linalg.dot(v[:-1], w) / C
 
 

@@ -223,19 +223,28 @@ def afr_gradients(sol: SVMSolution, Phi_T, y_T, mu_T, Phi_V, y_V, mu_V, C, a=5.0
     -------
     AFRGradients
     """
-    theta, w = sol.theta, sol.w
+    w = sol.w
+    loss, d, v, residual_T, Psi_T_v, coef = afr_adjoint(sol, Phi_T, y_T, mu_T, Phi_V, y_V, mu_V, a)
+    d_phi_V = d[:, None] * w[None, :]
+    d_phi_T = coef[:, None] * (np.outer(residual_T, v[:-1]) - np.outer(Psi_T_v, w))
+    return AFRGradients(d_phi_T=d_phi_T, d_phi_V=d_phi_V, d_log_C=linalg.dot(v[:-1], w) / C, loss=loss)
+
+
+def afr_adjoint(sol: SVMSolution, Phi_T, y_T, mu_T, Phi_V, y_V, mu_V, a):
+    """The per-row factors every AFR gradient is made of (``afr_gradients``'
+    adjoint form): loss_V, d_j on V rows, v = M^{-1} g, the residuals
+    y_i - f_i and v'psi_i on T rows, and mu_i on T rows in A (0 elsewhere).
+    ``afr_gradients`` takes outer products of them; AFR's fit reads one
+    column at a time (``anytime.afr_fit.gradient_column``)."""
+    theta = sol.theta
     Psi_V = _with_bias(np.asarray(Phi_V, np.float64))
     Psi_T = _with_bias(np.asarray(Phi_T, np.float64))
     yV = np.asarray(y_V, np.float64)
-    yT = np.asarray(y_T, np.float64)
     loss, s = sigmoid_loss(yV * linalg.matvec(Psi_V, theta), mu_V, a)
     d = -a * mu_V * yV * s * (1.0 - s)
     v = linalg.cho_solve(sol.chol, linalg.rmatvec(Psi_V, d))
-    d_phi_V = d[:, None] * w[None, :]
-    fT = linalg.matvec(Psi_T, theta)
-    coef = np.where(sol.active, mu_T, 0.0)
-    d_phi_T = coef[:, None] * (np.outer(yT - fT, v[:-1]) - np.outer(linalg.matvec(Psi_T, v), w))
-    return AFRGradients(d_phi_T=d_phi_T, d_phi_V=d_phi_V, d_log_C=linalg.dot(v[:-1], w) / C, loss=loss)
+    residual_T = np.asarray(y_T, np.float64) - linalg.matvec(Psi_T, theta)
+    return loss, d, v, residual_T, linalg.matvec(Psi_T, v), np.where(sol.active, mu_T, 0.0)
 
 
 # ---------------------------------------------------------------- estimator
