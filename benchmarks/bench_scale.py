@@ -38,9 +38,9 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 
 import numpy as np
+from common import timed_wall_cpu  # benchmarks/common.py, beside this script
 
 TRAINERS = ("cronus", "cscc", "cstc", "astc", "afr", "cvm")
 ON_BANK = ("cronus", "cscc", "cstc", "astc")
@@ -51,12 +51,6 @@ def _data(n, f):
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from bench_train import make_yahoo
     return make_yahoo(n, f, seed=0)
-
-
-def _clock(fn):
-    w, c = time.perf_counter(), time.process_time()
-    out = fn()
-    return out, time.perf_counter() - w, time.process_time() - c
 
 
 def _bank(X, y, costs, trees, depth=BANK_DEPTH, tiers=None):
@@ -87,7 +81,7 @@ def child(trainer, n, f, trees, cvm_rows, cache):
     path = os.path.join(cache, f"bank_{n}_{f}_{trees}.npz")
     if trainer == "bank":
         _bank(X[:1500], y[:1500], costs, 10)
-        bank, w, c = _clock(lambda: _bank(X, y, costs, trees))
+        bank, w, c = timed_wall_cpu(lambda: _bank(X, y, costs, trees))
         _save_bank(path, bank, w, c)
         print(json.dumps(dict(trainer="bank", rows=n, features=f, bank_wall=w, bank_cpu=c, fit_wall=w, fit_cpu=c,
                               note=f"{bank.n_trees} trees")), flush=True)
@@ -104,19 +98,19 @@ def _fit(trainer, X, y, costs, trees, cvm_rows, pre):
         from skinflint.trainers.kernels.kernel_svm import KernelSVMClassifier
         m = min(X.shape[0], cvm_rows)
         Xs, ys = X[:m], y[:m]
-        svm, bw, bc = _clock(lambda: KernelSVMClassifier(kernel="rbf", random_state=0, verbose=0).fit(Xs, ys))
+        svm, bw, bc = timed_wall_cpu(lambda: KernelSVMClassifier(kernel="rbf", random_state=0, verbose=0).fit(Xs, ys))
         est = CVMClassifier(svm=svm, feature_costs=costs, random_state=0, verbose=0)
-        _, fw, fc = _clock(lambda: est.fit(Xs, ys))
+        _, fw, fc = timed_wall_cpu(lambda: est.fit(Xs, ys))
         return dict(out, bank_wall=bw, bank_cpu=bc, fit_wall=fw, fit_cpu=fc, note=f"full SVM {svm.n_support_} SVs",
                     cvm_rows=m)
     if trainer == "afr":
         from skinflint.trainers.anytime.afr import AFRClassifier
         est = AFRClassifier(feature_costs=costs, random_state=0, verbose=0)
-        _, fw, fc = _clock(lambda: est.fit(X, y))
+        _, fw, fc = timed_wall_cpu(lambda: est.fit(X, y))
         k = len(est.trees_)
-        _, bw, bc = _clock(lambda: _bank(X, y, costs, k, depth=int(est.max_depth), tiers=[]))
+        _, bw, bc = timed_wall_cpu(lambda: _bank(X, y, costs, k, depth=int(est.max_depth), tiers=[]))
         return dict(out, bank_wall=bw, bank_cpu=bc, fit_wall=fw, fit_cpu=fc, note=f"{k} trees, depth {est.max_depth}")
-    bank, bw, bc = pre if pre is not None else _clock(lambda: _bank(X, y, costs, trees))
+    bank, bw, bc = pre if pre is not None else timed_wall_cpu(lambda: _bank(X, y, costs, trees))
     if trainer in ("cronus", "cscc"):
         from skinflint.trainers.cascades.cronus import CronusClassifier, CSCCClassifier
         cls = CronusClassifier if trainer == "cronus" else CSCCClassifier
@@ -129,7 +123,7 @@ def _fit(trainer, X, y, costs, trees, cvm_rows, pre):
         est = ASTCClassifier(bank=bank, feature_costs=costs, random_state=0, verbose=0)
     else:
         raise SystemExit(f"bench_scale: unknown trainer {trainer!r}; one of {TRAINERS}")
-    _, fw, fc = _clock(lambda: est.fit(X, y))
+    _, fw, fc = timed_wall_cpu(lambda: est.fit(X, y))
     return dict(out, bank_wall=bw, bank_cpu=bc, fit_wall=fw, fit_cpu=fc, note=f"bank {bank.n_trees} trees")
 
 

@@ -7,3 +7,11 @@ def timed(fn):
     t = time.perf_counter()
     out = fn()
     return out, time.perf_counter() - t
+
+
+def timed_wall_cpu(fn):
+    """(result, wall seconds, process CPU seconds) of fn(): on a shared machine
+    the CPU seconds are the steadier figure."""
+    w, c = time.perf_counter(), time.process_time()
+    out = fn()
+    return out, time.perf_counter() - w, time.process_time() - c
