@@ -436,8 +436,7 @@ class _CascadeClassifier(CategoricalInputs, CostSensitiveClassifier):
         self.fine_tuned_stages_ = tuned
         self.cascade_ = c
         self._objective = self.objective_history_[min(n_cycles, len(self.objective_history_) - 1)]
-        self._export(c, bank, H32)
-        self._exit_level = level
+        self._export(c, bank, H32)     # _search left _exit_level at the chosen level
         self._set_model(self.to_ir())
         if eval_set is not None:
             p = self._prediction(eval_set[0])
@@ -559,7 +558,6 @@ class _CascadeClassifier(CategoricalInputs, CostSensitiveClassifier):
         bar.update(len(EXIT_LEVELS))
         j = choose(pts, self.selection_tolerance)
         self.selection_[len(self.selection_) - len(pts) + j]["chosen"] = True
-        self._exit_level = levels[j]
         return levels[j]
 
     def _score(self, c: Cascade, bank, H32, val):
