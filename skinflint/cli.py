@@ -529,6 +529,11 @@ def _caused_by_interrupt(e):
 
 
 def _interrupted():
+    # a bar the interrupt left open (it can land while tqdm is still setting the bar up, before
+    # any code that would close it holds it) would run into this line: close every live bar first
+    from tqdm import tqdm
+    for bar in list(getattr(tqdm, "_instances", ())):
+        bar.close()
     print("skinflint: interrupted", file=sys.stderr)
     return 130
 
