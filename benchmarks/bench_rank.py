@@ -17,11 +17,24 @@ LambdaMART Greedy Miser against LightGBM with the same trees (rounds, depth, lea
     python benchmarks/bench_rank.py --only gbrt,early-exit,cascade      # the exit rules and ranking cascades
     python benchmarks/bench_rank.py --c-rank-overhead    # C rank_query against per-row C (issue 27: <= 1.3x)
     python benchmarks/bench_rank.py --train train.svm --valid valid.svm --test test.svm --costs costs.csv
+    python benchmarks/bench_rank.py --size small --results small.jsonl          # each row written when measured
+    python benchmarks/bench_rank.py --size small --results small.jsonl --resume # refit only what is missing
+    python benchmarks/bench_rank.py --from-results small.jsonl --plot p.png     # tables, headline, plot; no fit
+    python benchmarks/bench_rank.py --size yahoo --timing --timing-threads 1,2  # only the fit-time comparison
+
+A long run is best given ``--results``: every model's row (and every fit-time line) is appended to that JSON
+lines file as soon as it is measured, so a run stopped by a time limit loses nothing; ``--resume`` keeps the rows
+already there and fits only the models that are missing; ``--from-results`` prints everything from the file.
 """
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
+import math
+import os
+import resource
+import sys
 import time
 import warnings
 
@@ -56,6 +69,70 @@ EE_GRID = (0.0, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0)
 CASCADE_TOLERANCES = (0.0, 0.005, 0.01, 0.02, 0.05)   # validation NDCG@5 a ranking cascade may give up
 CASCADE_GM_LAMBDA = 2e-5      # the Greedy Miser bank the "cascade" part cuts (the tiny set's best LambdaMART lambda)
 CEGB_GRID = (1e-5, 3e-5, 1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 0.1, 0.3)
+
+
+def _plain(v):
+    """A JSON value for ``v``: numpy scalars as Python numbers, NaN as null."""
+    if isinstance(v, np.generic):
+        v = v.item()
+    return None if isinstance(v, float) and math.isnan(v) else v
+
+
+class Rows(list):
+    """The measured rows, each appended to ``path`` (JSON lines, one object per row) the moment it is measured.
+    Lines with a ``kind`` ("run": one per start, its set-up; "timing": one fit-time measurement) are kept apart
+    from the model rows in ``runs`` and ``timings``.  ``resume`` keeps what ``path`` holds already; otherwise
+    the file is started afresh."""
+
+    def __init__(self, path=None, resume=False):
+        super().__init__()
+        self.path, self.runs, self.timings = path, [], []
+        if path and resume and os.path.exists(path):
+            last = {}                       # a row written twice (a part redone after a stop): the later one
+            for r in read_results(path):
+                if r.get("kind") == "run":
+                    self.runs.append(r)
+                elif r.get("kind") == "timing":
+                    self.timings.append(r)
+                else:
+                    last.pop(r["method"], None)
+                    last[r["method"]] = r
+            self.extend(last.values())
+        elif path:
+            open(path, "w").close()
+
+    def _write(self, row):
+        if self.path:
+            with open(self.path, "a") as f:
+                f.write(json.dumps({k: _plain(v) for k, v in row.items()}) + "\n")
+
+    def append(self, row):
+        super().append(row)
+        self._write(row)
+
+    def note(self, kind, **fields):
+        """A set-up or fit-time line, written beside the rows."""
+        row = dict(kind=kind, **fields)
+        (self.runs if kind == "run" else self.timings).append(row)
+        self._write(row)
+
+    def has(self, method):
+        return any(r["method"] == method for r in self)
+
+    def count(self, family):
+        return sum(r["family"] == family for r in self)
+
+
+def read_results(path):
+    """The rows of a results file (``Rows``); null read back as NaN, so tables print as when measured."""
+    out = []
+    with open(path) as f:
+        for line in f:
+            if line.strip():
+                r = json.loads(line)
+                out.append({k: (np.nan if v is None and k in ("fit_time", "val_ndcg5", "s") else v)
+                            for k, v in r.items()})
+    return out
 
 
 def load(args):
@@ -94,13 +171,18 @@ def run_rankers(tr, va, te, costs, tree, rows, only):
         for lam in (0.0,) + (GM_GRID if "greedy-miser" in only else ()):
             if lam == 0.0 and "gbrt" not in only:
                 continue
+            name = f"GBRT {tag}" if lam == 0 else f"Greedy Miser {tag} (lambda={lam:g})"
+            exits = lam == 0 and objective == "lambdarank" and "early-exit" in only
+            if rows.has(name) and (not exits or rows.count("Ranking cascade") == len(CASCADE_TOLERANCES)):
+                continue                                        # measured already (--resume)
             t0 = time.perf_counter()
             m = GreedyMiserRanker(objective=objective, cost_tradeoff=lam, **common).fit(tr.X, tr.y, tr.qid,
                                                                                         eval_set=ev)
-            name = f"GBRT {tag}" if lam == 0 else f"Greedy Miser {tag} (lambda={lam:g})"
-            rows.append(measured(name, f"GBRT {tag}" if lam == 0 else f"Greedy Miser {tag}", m.model_, te,
-                                 time.perf_counter() - t0, trees=m.n_estimators_))
-            if lam == 0 and objective == "lambdarank" and "early-exit" in only:
+            fit = time.perf_counter() - t0
+            if not rows.has(name):
+                rows.append(measured(name, f"GBRT {tag}" if lam == 0 else f"Greedy Miser {tag}", m.model_, te,
+                                     fit, trees=m.n_estimators_))
+            if exits:
                 run_exit_rules(m, tr, va, te, rows)
 
 
@@ -114,6 +196,9 @@ def run_exit_rules(m, tr, va, te, rows):
     """Early Exit over this GBRT (training unchanged), every 10 trees, s swept: the per-query proximity rule
     (the IR's query_exit, on the reference runtime's rank) and the per-row rule (a cascade against the training
     queries' mean 5th best); each s also scored on the validation queries (where s would be chosen)."""
+    if rows.count("Ranking cascade") == len(CASCADE_TOLERANCES):
+        return
+    rows[:] = [r for r in rows if not r["family"].startswith(("Early Exit (per", "Ranking cascade"))]
     reference = kth_best_reference(m.model_, tr.X, tr.qid, 5)
     for thr in EE_GRID:
         rq = proximity_exit(m.model_, te.X, te.qid, thr, exit_every=10)
@@ -139,15 +224,20 @@ def run_cascades(m, va, te, rows, family):
 
 def run_gm_cascades(tr, va, te, costs, tree, rows):
     """The cascade the method is meant for: cutoffs on a cost-sensitive (Greedy Miser LambdaMART) bank."""
+    family = f"Early Exit per query on Greedy Miser lambda={CASCADE_GM_LAMBDA:g}"
+    if rows.count(family) == 5:                  # the last rows this part writes: measured already (--resume)
+        return
     common = dict(feature_costs=costs, tree_eval_cost=1.0, verbose=0, random_state=0, n_iter_no_change=50, **tree)
     t0 = time.perf_counter()
     m = GreedyMiserRanker(objective="lambdarank", cost_tradeoff=CASCADE_GM_LAMBDA, **common).fit(
         tr.X, tr.y, tr.qid, eval_set=(va.X, va.y, va.qid))
     name = f"Greedy Miser LambdaMART (lambda={CASCADE_GM_LAMBDA:g})"
-    rows.append(measured(name, "Greedy Miser LambdaMART", m.model_, te, time.perf_counter() - t0,
-                         trees=m.n_estimators_))
-    run_cascades(m, va, te, rows, f"Cascade on Greedy Miser lambda={CASCADE_GM_LAMBDA:g}")
-    family = f"Early Exit per query on Greedy Miser lambda={CASCADE_GM_LAMBDA:g}"
+    cut = f"Cascade on Greedy Miser lambda={CASCADE_GM_LAMBDA:g}"
+    rows[:] = [r for r in rows if r["family"] not in (cut, family)]      # a part stopped half way: redone
+    if not rows.has(name):
+        rows.append(measured(name, "Greedy Miser LambdaMART", m.model_, te, time.perf_counter() - t0,
+                             trees=m.n_estimators_))
+    run_cascades(m, va, te, rows, cut)
     for thr in EE_GRID[:5]:                     # the per-query proximity rule on the same cost-sensitive bank
         r = proximity_exit(m.model_, te.X, te.qid, thr, exit_every=10)
         rows.append(_exit_row(f"{family} (s={thr:g})", family, r, te, thr, np.nan))
@@ -205,6 +295,9 @@ def run_papers_baselines(tr, va, te, costs, tree, rows, only, points=None, trees
         if spec.anytime:
             grid = grid[:1]
         for v in grid_points(grid, points):
+            last = f"{spec.label} (budget 1 x static)" if spec.anytime else f"{spec.label} ({spec.sweep}={v:g})"
+            if rows.has(last):
+                continue                                        # measured already (--resume)
             est = spec.estimator(task, feature_costs=costs, tree_eval_cost=1.0, random_state=0, verbose=0,
                                  **small, **{spec.sweep: v})
             t0 = time.perf_counter()
@@ -243,6 +336,8 @@ def run_lightgbm(tr, va, te, costs, tree, rows, only, threads):
             settings += [(f"LightGBM CEGB {kind} (tradeoff={t:g})", f"LightGBM CEGB {kind}",
                           {"cegb_tradeoff": t, f"cegb_penalty_feature_{kind}": list(costs)}) for t in CEGB_GRID]
     for name, family, extra in settings:
+        if rows.has(name):
+            continue                                            # measured already (--resume)
         m = lgb.LGBMRanker(**base, **extra)
         t0 = time.perf_counter()
         with warnings.catch_warnings():    # eval_set: renamed in LightGBM 4.7, the form every 4.x reads
@@ -256,25 +351,52 @@ def run_lightgbm(tr, va, te, costs, tree, rows, only, threads):
         rows.append(measured(name, family, model, te, fit, trees=best))
 
 
-def timing(tr, costs, tree, threads):
-    """Fit time of a LambdaMART Greedy Miser and of LightGBM lambdarank: same rounds, depth, leaves, bins,
-    threads, no validation; after one warm-up fit each (numba compilation is not training)."""
+def timing(tr, costs, tree, thread_counts=(None,), repeats=1, rows=None):
+    """Fit time of a LambdaMART Greedy Miser and of LightGBM lambdarank: same rounds, depth, leaves
+    (2^depth), bins (255), ``min_samples_leaf`` / ``min_child_samples`` 20, threads, no validation; after one
+    warm-up fit each (numba compilation is not training).  Per thread count (None: numba's current), the two
+    fits alternate ``repeats`` times; wall and process CPU seconds, the minimum of the repeats.  Each
+    measurement is noted in ``rows`` (``Rows.note``) as soon as it is taken."""
     import lightgbm as lgb
+    from common import timed_wall_cpu  # benchmarks/common.py, beside this script
     gm = dict(objective="lambdarank", cost_tradeoff=2e-5, feature_costs=costs, verbose=0, random_state=0,
-              n_estimators=tree["n_estimators"], max_depth=tree["max_depth"], min_samples_leaf=20)
+              n_estimators=tree["n_estimators"], max_depth=tree["max_depth"], min_samples_leaf=20, max_bins=255)
     lg = dict(objective="lambdarank", n_estimators=tree["n_estimators"], max_depth=tree["max_depth"],
-              num_leaves=2 ** tree["max_depth"], min_child_samples=20, max_bin=255, n_jobs=threads, verbose=-1,
+              num_leaves=2 ** tree["max_depth"], min_child_samples=20, max_bin=255, verbose=-1,
               random_state=0, min_child_weight=1e-3)
     sizes = tr.groups_of_queries.sizes
     GreedyMiserRanker(**dict(gm, n_estimators=2)).fit(tr.X[:2000], tr.y[:2000], tr.qid[:2000])
-    lgb.LGBMRanker(**dict(lg, n_estimators=2)).fit(tr.X, tr.y, group=sizes)
-    out = {}
-    for name, fit in (("Greedy Miser LambdaMART", lambda: GreedyMiserRanker(**gm).fit(tr.X, tr.y, tr.qid)),
-                      ("LightGBM lambdarank", lambda: lgb.LGBMRanker(**lg).fit(tr.X, tr.y, group=sizes))):
-        t0 = time.perf_counter()
-        fit()
-        out[name] = time.perf_counter() - t0
+    out = []
+    for threads in thread_counts:
+        threads = threads or numba.get_num_threads()
+        numba.set_num_threads(threads)
+        lgb.LGBMRanker(**dict(lg, n_estimators=2, n_jobs=threads)).fit(tr.X, tr.y, group=sizes)
+        fits = (("Greedy Miser LambdaMART", lambda: GreedyMiserRanker(**gm).fit(tr.X, tr.y, tr.qid)),
+                ("LightGBM lambdarank",
+                 lambda t=threads: lgb.LGBMRanker(**lg, n_jobs=t).fit(tr.X, tr.y, group=sizes)))
+        best = {}
+        for _ in range(repeats):
+            for name, fit in fits:
+                _, wall, cpu = timed_wall_cpu(fit)
+                w0, c0 = best.get(name, (np.inf, np.inf))
+                best[name] = (min(w0, wall), min(c0, cpu))
+        (gw, gc), (lw, lc) = best["Greedy Miser LambdaMART"], best["LightGBM lambdarank"]
+        t = dict(rounds=tree["n_estimators"], depth=tree["max_depth"], threads=threads, repeats=repeats,
+                 n_docs=len(tr.y), n_features=tr.X.shape[1], gm_wall=gw, gm_cpu=gc, lgb_wall=lw, lgb_cpu=lc,
+                 load=os.getloadavg()[0])
+        if rows is not None:
+            rows.note("timing", **t)
+        out.append(t)
+        print(timing_line(t), flush=True)
     return out
+
+
+def timing_line(t):
+    return (f"fit time, {t['n_docs']} documents x {t['n_features']} features, {t['rounds']} rounds of depth "
+            f"{t['depth']}, {t['threads']} thread(s), best of {t['repeats']}, load {t['load']:.1f}: Greedy Miser "
+            f"LambdaMART {t['gm_cpu']:.1f} s CPU ({t['gm_wall']:.1f} s wall), LightGBM lambdarank "
+            f"{t['lgb_cpu']:.1f} s CPU ({t['lgb_wall']:.1f} s wall): ratio {t['gm_cpu'] / t['lgb_cpu']:.2f} CPU, "
+            f"{t['gm_wall'] / t['lgb_wall']:.2f} wall (target <= 1.0)")
 
 
 def _random_bank(rng, n_trees, depth, n_features, tree_cost=None):
@@ -428,6 +550,24 @@ def plot(rows, path):
     print(f"plot: {path}")
 
 
+def report(rows, plot_path=None, header=True, timings=True):
+    """Table, headline, exit summary, fit-time lines and plot of ``rows`` (a ``Rows``)."""
+    for r in rows.runs[-1:] if header else ():
+        print(f"== {r['description']}: {r['n_train']} / {r['n_valid']} / {r['n_test']} documents (train / "
+              f"validation / test), {r['n_features']} features, {r['rounds']} rounds of depth {r['depth']}, "
+              f"{r['threads']} threads ==")
+    if len(rows):
+        print(table(rows))
+    if any(r["method"] == "GBRT LambdaMART" for r in rows):
+        print(headline(rows))
+    if any(r["family"].startswith("Early Exit (per") for r in rows):
+        print(exit_summary(rows))
+    for t in rows.timings if timings else ():
+        print(timing_line(t))
+    if plot_path and len(rows):
+        plot(rows, plot_path)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--size", choices=sorted(SIZES), default="tiny")
@@ -435,12 +575,24 @@ def main(argv=None):
     ap.add_argument("--train"), ap.add_argument("--valid"), ap.add_argument("--test"), ap.add_argument("--costs")
     ap.add_argument("--rounds", type=int, help="boosting rounds (default: by --size)")
     ap.add_argument("--depth", type=int, default=4)
-    ap.add_argument("--only", default="gbrt,greedy-miser,early-exit,cascade,cronus,cscc,cstc,astc,afr,lightgbm,cegb",
+    ap.add_argument("--only",
+                    default="gbrt,greedy-miser,early-exit,cascade,cronus,cscc,cstc,astc,afr,lightgbm,cegb,timing",
                     help="comma-separated parts to run")
+    ap.add_argument("--gm-grid", help="comma-separated Greedy Miser lambdas (default: the module's GM_GRID)")
+    ap.add_argument("--cegb-grid", help="comma-separated CEGB tradeoffs (default: the module's CEGB_GRID)")
     ap.add_argument("--baseline-points", type=int,
                     help="grid points per paper baseline (Cronus, CSCC, CSTC, ASTC, AFR); default by --size")
     ap.add_argument("--baseline-trees", type=int, help="trees per paper baseline's bank; default by --size")
     ap.add_argument("--plot")
+    ap.add_argument("--results", help="JSON lines file: each row appended as soon as it is measured")
+    ap.add_argument("--resume", action="store_true",
+                    help="with --results: keep the rows the file holds, fit only the models that are missing")
+    ap.add_argument("--from-results", metavar="PATH",
+                    help="only print the tables, headline, fit-time lines (and --plot) of a results file")
+    ap.add_argument("--timing", action="store_true", help="only the fit-time comparison (GM LambdaMART vs LightGBM)")
+    ap.add_argument("--timing-threads", default="",
+                    help="comma-separated thread counts for the fit-time comparison (default: numba's)")
+    ap.add_argument("--timing-repeats", type=int, default=1)
     ap.add_argument("--rank-overhead", action="store_true",
                     help="only time the reference runtime's query scoring against its per-row scoring")
     ap.add_argument("--c-rank-overhead", action="store_true",
@@ -454,14 +606,29 @@ def main(argv=None):
             print(c_rank_overhead(every=every))
         return
     only = set(args.only.split(","))
+    if args.from_results:
+        report(Rows(args.from_results, resume=True), args.plot)
+        return
+    global GM_GRID, CEGB_GRID
+    if args.gm_grid:
+        GM_GRID = tuple(float(v) for v in args.gm_grid.split(","))
+    if args.cegb_grid:
+        CEGB_GRID = tuple(float(v) for v in args.cegb_grid.split(","))
     (tr, va, te), desc = load(args)
     rounds = args.rounds or SIZES[args.size][2]
     tree = dict(n_estimators=rounds, max_depth=args.depth)
     threads = numba.get_num_threads()
     costs = np.asarray(tr.feature_costs, np.float64)
+    rows = Rows(args.results, resume=args.resume)
+    rows.note("run", description=desc, n_train=len(tr.y), n_valid=len(va.y), n_test=len(te.y),
+              n_features=tr.X.shape[1], rounds=rounds, depth=args.depth, threads=threads, argv=sys.argv[1:],
+              load=os.getloadavg()[0], max_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
     print(f"== {desc}: {len(tr.y)} / {len(va.y)} / {len(te.y)} documents (train / validation / test), "
-          f"{tr.X.shape[1]} features, {rounds} rounds of depth {args.depth}, {threads} threads ==")
-    rows = []
+          f"{tr.X.shape[1]} features, {rounds} rounds of depth {args.depth}, {threads} threads ==", flush=True)
+    counts = [int(t) for t in args.timing_threads.split(",") if t] or [None]
+    if args.timing:
+        timing(tr, costs, tree, counts, args.timing_repeats, rows)
+        return
     run_rankers(tr, va, te, costs, tree, rows, only)
     if "cascade" in only:
         run_gm_cascades(tr, va, te, costs, tree, rows)
@@ -471,18 +638,9 @@ def main(argv=None):
                          trees=args.baseline_trees or BASELINE_TREES[size])
     if "lightgbm" in only:
         run_lightgbm(tr, va, te, costs, tree, rows, only, threads)
-    print(table(rows))
-    if any(r["method"] == "GBRT LambdaMART" for r in rows):
-        print(headline(rows))
-    if "early-exit" in only:
-        print(exit_summary(rows))
-    if "timing" in only or "lightgbm" in only:
-        t = timing(tr, costs, tree, threads)
-        gm, lg = t["Greedy Miser LambdaMART"], t["LightGBM lambdarank"]
-        print(f"fit time, {rounds} rounds, {threads} threads: Greedy Miser LambdaMART {gm:.2f} s, "
-              f"LightGBM lambdarank {lg:.2f} s, ratio {gm / lg:.2f} (target <= 1.0)")
-    if args.plot:
-        plot(rows, args.plot)
+    report(rows, args.plot, header=False, timings=False)
+    if "timing" in only:                             # last: a time limit stops it after everything else is out
+        timing(tr, costs, tree, counts, args.timing_repeats, rows)
 
 
 if __name__ == "__main__":
