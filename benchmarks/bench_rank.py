@@ -69,6 +69,7 @@ EE_GRID = (0.0, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0)
 CASCADE_TOLERANCES = (0.0, 0.005, 0.01, 0.02, 0.05)   # validation NDCG@5 a ranking cascade may give up
 CASCADE_GM_LAMBDA = 2e-5      # the Greedy Miser bank the "cascade" part cuts (the tiny set's best LambdaMART lambda)
 CEGB_GRID = (1e-5, 3e-5, 1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 0.1, 0.3)
+CEGB_GRIDS = {}     # per kind ("lazy", "coupled"), where it differs from CEGB_GRID (--cegb-lazy, --cegb-coupled)
 
 
 def _plain(v):
@@ -334,7 +335,8 @@ def run_lightgbm(tr, va, te, costs, tree, rows, only, threads):
     if "cegb" in only:
         for kind in ("coupled", "lazy"):
             settings += [(f"LightGBM CEGB {kind} (tradeoff={t:g})", f"LightGBM CEGB {kind}",
-                          {"cegb_tradeoff": t, f"cegb_penalty_feature_{kind}": list(costs)}) for t in CEGB_GRID]
+                          {"cegb_tradeoff": t, f"cegb_penalty_feature_{kind}": list(costs)})
+                         for t in CEGB_GRIDS.get(kind, CEGB_GRID)]
     for name, family, extra in settings:
         if rows.has(name):
             continue                                            # measured already (--resume)
@@ -580,6 +582,8 @@ def main(argv=None):
                     help="comma-separated parts to run")
     ap.add_argument("--gm-grid", help="comma-separated Greedy Miser lambdas (default: the module's GM_GRID)")
     ap.add_argument("--cegb-grid", help="comma-separated CEGB tradeoffs (default: the module's CEGB_GRID)")
+    ap.add_argument("--cegb-lazy", help="comma-separated tradeoffs for CEGB lazy only (default: --cegb-grid)")
+    ap.add_argument("--cegb-coupled", help="comma-separated tradeoffs for CEGB coupled only (default: --cegb-grid)")
     ap.add_argument("--baseline-points", type=int,
                     help="grid points per paper baseline (Cronus, CSCC, CSTC, ASTC, AFR); default by --size")
     ap.add_argument("--baseline-trees", type=int, help="trees per paper baseline's bank; default by --size")
@@ -593,6 +597,8 @@ def main(argv=None):
     ap.add_argument("--timing-threads", default="",
                     help="comma-separated thread counts for the fit-time comparison (default: numba's)")
     ap.add_argument("--timing-repeats", type=int, default=1)
+    ap.add_argument("--threads", type=int,
+                    help="threads for the model rows (numba and LightGBM; default: numba's, NUMBA_NUM_THREADS)")
     ap.add_argument("--rank-overhead", action="store_true",
                     help="only time the reference runtime's query scoring against its per-row scoring")
     ap.add_argument("--c-rank-overhead", action="store_true",
@@ -614,9 +620,14 @@ def main(argv=None):
         GM_GRID = tuple(float(v) for v in args.gm_grid.split(","))
     if args.cegb_grid:
         CEGB_GRID = tuple(float(v) for v in args.cegb_grid.split(","))
+    for kind in ("lazy", "coupled"):
+        if getattr(args, f"cegb_{kind}"):
+            CEGB_GRIDS[kind] = tuple(float(v) for v in getattr(args, f"cegb_{kind}").split(","))
     (tr, va, te), desc = load(args)
     rounds = args.rounds or SIZES[args.size][2]
     tree = dict(n_estimators=rounds, max_depth=args.depth)
+    if args.threads:
+        numba.set_num_threads(args.threads)
     threads = numba.get_num_threads()
     costs = np.asarray(tr.feature_costs, np.float64)
     rows = Rows(args.results, resume=args.resume)
