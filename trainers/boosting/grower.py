@@ -10,11 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-from numba import njit
 
 from .binning import n_slots
 from .histogram import (
-    bin_counts,
     build_flat_level,
     build_level,
     flat_offsets,
@@ -76,14 +74,6 @@ class Tree:
         return tuple(np.array(c, np.int64) for c in zip(*self.leaves))
 
 
-@njit(cache=True)
-def _all_ones(h):
-    for i in range(h.shape[0]):
-        if h[i] != 1.0:
-            return False
-    return True
-
-
 def grow(binned, n_bins, rows, g, h, *, max_depth, min_samples_leaf, l2, penalty, active,
          on_split=None, workspace=None, categories: CategoryOptions | None = None) -> Tree:
     """One tree.  ``penalty[f]`` is subtracted from every split's gain on f;
@@ -110,7 +100,7 @@ def grow(binned, n_bins, rows, g, h, *, max_depth, min_samples_leaf, l2, penalty
             return new_level(n, F, workspace, key, width)
 
         def build(starts, stops, slots, out):
-            build_level(binned, order, starts, stops, slots, g, h, active, hot, *out, unit_h, root_counts)
+            build_level(binned, order, starts, stops, slots, g, h, active, hot, *out)
 
         def subtract(parents, out, smalls, bigs):
             subtract_level(*hist, parents, *out, smalls, bigs)  # type: ignore[call-arg]  # numba's stubs cannot count *-args
@@ -154,18 +144,15 @@ def grow(binned, n_bins, rows, g, h, *, max_depth, min_samples_leaf, l2, penalty
         return tree
     frontier = [(0, 0, order.shape[0])]
     hist = level(1, 0)
-    hot = root_counts = None
+    hot = None
     if binned.dtype == np.uint8:   # per binned array, once per fit when the caller keeps a workspace
         cached = None if workspace is None else workspace.get("hot")
         if cached is not None and cached[0] is binned:
-            hot, root_counts = cached[1], cached[2]
+            hot = cached[1]
         else:
             hot = hot_bins(binned)
-            if workspace is not None:   # the root's counts, when a root holds every row (no subsample)
-                root_counts = bin_counts(binned)
-                workspace["hot"] = (binned, hot, root_counts)
-    # squared loss with unit weights (or the least-squares criterion): sum h = the row count
-    unit_h = bool(_all_ones(h))
+            if workspace is not None:
+                workspace["hot"] = (binned, hot)
     first = np.zeros(1, np.int64)
     build(first, np.array([order.shape[0]], np.int64), first, hist)
     for depth in range(max_depth):

@@ -1,6 +1,8 @@
 """Gradient histograms: per (node, feature, bin) sums of g and h, and row
-counts, as three separate arrays (measured 40% faster than one interleaved
-[F, bins, 3] array: each add then has its own dependency chain).
+counts, as three separate arrays.  The uint8 kernel (``build_level``) sums
+each bin's (g, h, count) as one float64 vector of four while it builds
+(``simd.add4``: one load and store a row, not three of each), then copies
+them out.
 
 The grower builds the histograms of a whole tree level in one call (one
 parallel region per level, not one per node: on a loaded or many-core
@@ -10,8 +12,9 @@ feature's column, so the column stays in cache across the level's nodes.
 Each (node, feature, bin) sum adds its rows in row order, one thread per
 feature, whatever the thread count: the model bytes do not depend on it.
 
-The node's g and h are first gathered into row order, so a feature pass
-makes one random access per row (its bin) instead of three.
+The node's g and h are first gathered into row order (as (g, h, 1, 0)
+vectors), so a feature pass makes one random access per row (its bin)
+instead of three.
 
 Sparse features (LTR data: most rows an exact zero) put most rows in one
 bin, and adding row after row into the same memory slot waits on the
@@ -19,10 +22,12 @@ previous store each time.  For such a feature the grower names its "hot"
 bin; that bin's sums are kept in registers, adding the row's g (or +0.0,
 which changes no sum: one that starts at +0.0 is never -0.0) on every row,
 so each bin still sums its rows in row order, bit for bit (measured 1.8x on
-a 60 %-zero column).
+a 60 %-zero column; scalar kernels then).
 """
 import numpy as np
 from numba import njit, prange
+
+from .simd import add4
 
 N_SLOTS = 256  # 255 value bins + the missing bin (uint8 data; wider data: flat_offsets)
 # row counts as int32, as the row indices are (N < 2**31): exact, and 5-10% faster than int64 (measured)
@@ -30,117 +35,8 @@ COUNT = np.int32
 _N_SPARE = 8   # scratch slots the hot bin's rows write to, in turn, instead of the hot slot
 _HOT_SHARE = 0.15   # a bin with this share of the sampled rows is kept in registers
 _HOT_SAMPLE = 4096  # rows sampled (the first ones) to find a feature's hot bin
-_ROW_BLOCK = 8192   # rows whose g and h (128 KB) a group of features adds while they sit in L2
-_GROUP = 32         # features per group at most: their histograms (32 x 5 KB) stay in L2 too
-
-
-@njit(cache=True, inline="always")
-def _accumulate(col, rows, og, oh, a, b2, c, dense):
-    # two rows per step: their adds are independent, so when the two bins
-    # differ (almost always) the CPU overlaps them (measured 15%).  ``dense``
-    # (the root over all rows) reads the column in order, no indirection.
-    n = og.shape[0]
-    i = 0
-    while i + 1 < n:
-        b = col[i] if dense else col[rows[i]]
-        bb = col[i + 1] if dense else col[rows[i + 1]]
-        a[b] += og[i]
-        b2[b] += oh[i]
-        c[b] += 1
-        a[bb] += og[i + 1]
-        b2[bb] += oh[i + 1]
-        c[bb] += 1
-        i += 2
-    if i < n:
-        b = col[i] if dense else col[rows[i]]
-        a[b] += og[i]
-        b2[b] += oh[i]
-        c[b] += 1
-
-
-@njit(cache=True, inline="always")
-def _accumulate_unit(col, rows, og, a, c, dense):
-    """``_accumulate`` when every hessian is 1.0 (squared loss, unit
-    weights): sum h of a bin is its row count, exactly (integers below
-    2**53), so only g and the count are added (``build_level``)."""
-    n = og.shape[0]
-    i = 0
-    while i + 1 < n:
-        b = col[i] if dense else col[rows[i]]
-        bb = col[i + 1] if dense else col[rows[i + 1]]
-        a[b] += og[i]
-        c[b] += 1
-        a[bb] += og[i + 1]
-        c[bb] += 1
-        i += 2
-    if i < n:
-        b = col[i] if dense else col[rows[i]]
-        a[b] += og[i]
-        c[b] += 1
-
-
-@njit(cache=True, inline="always")
-def _accumulate_nocount(col, og, oh, a, b2, unit_h):
-    """``_accumulate`` over all rows in order (the root) without the
-    counts, which the root has whatever the gradients (``bin_counts``);
-    with ``unit_h`` only g is added."""
-    n = og.shape[0]
-    i = 0
-    while i + 1 < n:
-        b = col[i]
-        bb = col[i + 1]
-        a[b] += og[i]
-        a[bb] += og[i + 1]
-        if not unit_h:
-            b2[b] += oh[i]
-            b2[bb] += oh[i + 1]
-        i += 2
-    if i < n:
-        a[col[i]] += og[i]
-        if not unit_h:
-            b2[col[i]] += oh[i]
-
-
-@njit(cache=True, parallel=True)
-def bin_counts(binned):
-    """Rows per (feature, bin) over all rows, int32 [F, 256] (uint8 data):
-    the root's count histograms, the same for every tree of a fit without
-    row subsampling, so ``build_level`` copies them instead of counting."""
-    F, N = binned.shape
-    out = np.zeros((F, N_SLOTS), COUNT)
-    for f in prange(F):
-        c = out[f]
-        col = binned[f]
-        for i in range(N):
-            c[col[i]] += 1
-    return out
-
-
-@njit(cache=True, inline="always")
-def _accumulate_hot(col, rows, og, oh, a, b2, c, dense, z):
-    """``_accumulate`` into [256 + _N_SPARE] arrays, bin ``z``'s sums in
-    registers: a row of bin z adds to a spare slot (in turn, so no two
-    nearby rows wait on one slot) and to the registers, any other row adds
-    +0.0 to the registers and its g to its bin.  Then a[z] = the registers."""
-    n = og.shape[0]
-    ag = a[z]   # 0 at a node's first block; the sums so far at the next ones
-    ah = b2[z]
-    ac = c[z]
-    for i in range(n):
-        b = np.int64(col[i] if dense else col[rows[i]])
-        hot = b == z
-        t = N_SLOTS + (i & (_N_SPARE - 1)) if hot else b
-        x = og[i]
-        y = oh[i]
-        a[t] += x
-        b2[t] += y
-        c[t] += 1
-        ag += x if hot else 0.0
-        ah += y if hot else 0.0
-        ac += hot
-    a[z] = ag
-    b2[z] = ah
-    c[z] = ac
+_ROW_BLOCK = 8192   # rows whose (g, h, 1, 0) vectors (256 KB) a group of features adds while they sit in L2
+_GROUP = 32         # features per group at most: their vector histograms (32 x 8 KB) stay in L2 too
 
 
 @njit(cache=True, parallel=True)
@@ -191,7 +87,7 @@ def _gather_node_gradients(order, starts, stops, g, h, N):
     stops[k]]``, gathered once per level so that every feature pass reads them
     in order; a node over all N rows (the root, rows[i] == i) reads g and h
     directly and gets no copy.  Returns (offsets into the gathered arrays per
-    node, gathered g, gathered h)."""
+    node, gathered g, gathered h).  (The flat histograms' kernel.)"""
     K = starts.shape[0]
     off = np.zeros(K + 1, np.int64)
     for k in range(K):
@@ -208,71 +104,115 @@ def _gather_node_gradients(order, starts, stops, g, h, N):
 
 
 @njit(cache=True, parallel=True)
-def build_level(binned, order, starts, stops, slots, g, h, active, hot, hg, hh, hc, unit_h=False, root_counts=None):
+def _gather_lanes(order, starts, stops, g, h, N):
+    """Each node's rows, in its order ``order[starts[k]:stops[k]]``, as
+    (g, h, 1.0, 0.0) float64 quadruples: the vector every histogram add of
+    the row adds (``simd.add4``); gathered once per level, so a feature pass
+    reads them in order.  A node over all N rows is rows 0..N-1 in order,
+    as ``build_level`` reads its columns.  Returns (offsets per node,
+    [rows, 4] array)."""
+    K = starts.shape[0]
+    off = np.zeros(K + 1, np.int64)
+    for k in range(K):
+        off[k + 1] = off[k] + stops[k] - starts[k]
+    lanes = np.empty((off[K], 4))
+    for k in prange(K):
+        o = off[k] - starts[k]
+        dense = stops[k] - starts[k] == N
+        for i in range(starts[k], stops[k]):
+            r = i - starts[k] if dense else order[i]
+            lanes[o + i, 0] = g[r]
+            lanes[o + i, 1] = h[r]
+            lanes[o + i, 2] = 1.0
+            lanes[o + i, 3] = 0.0
+    return off, lanes
+
+
+@njit(cache=True, inline="always")
+def _accumulate4(col, rows, lanes, acc, dense):
+    """Every row's (g, h, 1, 0) into its bin's four sums ``acc[bin]``, in
+    row order, one vector add a row.  ``dense`` (the root over all rows)
+    reads the column in order, no indirection."""
+    for i in range(lanes.shape[0]):
+        add4(acc, col[i] if dense else col[rows[i]], lanes, i)
+
+
+@njit(cache=True, inline="always")
+def _accumulate4_hot(col, rows, lanes, acc, dense, z):
+    """``_accumulate4`` with bin ``z``'s sums in registers: a row of bin z
+    adds its vector to a spare slot (in turn, so no two nearby rows wait on
+    one slot) and g, h, 1 to the registers; any other row adds +0.0 to the
+    registers and its vector to its bin.  Then acc[z] = the registers."""
+    ag = acc[z, 0]   # 0 at a node's first block; the sums so far at the next ones
+    ah = acc[z, 1]
+    ac = acc[z, 2]
+    for i in range(lanes.shape[0]):
+        b = np.int64(col[i] if dense else col[rows[i]])
+        hot = b == z
+        add4(acc, N_SLOTS + (i & (_N_SPARE - 1)) if hot else b, lanes, i)
+        ag += lanes[i, 0] if hot else 0.0
+        ah += lanes[i, 1] if hot else 0.0
+        ac += 1.0 if hot else 0.0
+    acc[z, 0] = ag
+    acc[z, 1] = ah
+    acc[z, 2] = ac
+
+
+@njit(cache=True, parallel=True)
+def build_level(binned, order, starts, stops, slots, g, h, active, hot, hg, hh, hc):
     """Histograms of the nodes ``order[starts[k]:stops[k]]`` (each range
     sorted, unique) into ``hg[slots[k]]``, ``hh[slots[k]]``, ``hc[slots[k]]``
     ([F, width] each, the width of ``hg``); inactive features are left at zero.  ``hot[f]`` is
     feature f's bin kept in registers (-1: none; ``hot_bins``); only histograms
-    256 wide (uint8 data) keep one: the spare slots' constant offset is worth
-    10% of this kernel (measured: the width as a variable there cost 1.8 ->
-    2.0 ms on 100k x 20, one thread).  ``unit_h``: every h is 1.0 (the
-    caller checked), so sum h is the row count, copied from it instead of
-    added (the same float: the count is exact; features without a hot bin).
-    ``root_counts``: ``bin_counts(binned)``, copied into a node over all N
-    rows instead of counted (measured 12% of the adds on 50k x 100)."""
+    256 wide (uint8 data) keep one.
+
+    Each row adds (g, h, 1.0, 0.0) to its bin's four float64 sums in one
+    vector add (``simd.add4``): one load and one store where three separate
+    sums took three of each (measured 1.19 -> 0.89 ns per row and feature,
+    one thread, 100k of 200k rows).  The count is summed as a float64 (exact
+    below 2**53) and stored as an int32.  Every sum adds its rows in row
+    order, as before, so the histograms keep their bits; the special cases
+    the three separate sums needed (unit hessians, whose sum h was copied
+    from the count, and the root's counts, copied from a once-per-fit
+    count) are no faster than the one vector add, and are gone."""
     F, N = binned.shape
     K = starts.shape[0]
     W = hg.shape[2]
     keep_hot = W == N_SLOTS
-    off, og, oh = _gather_node_gradients(order, starts, stops, g, h, N)
+    off, lanes = _gather_lanes(order, starts, stops, g, h, N)
     # threads take groups of features; a group walks the node's rows in
-    # blocks, each block's gradients staying in L2 while every feature of the
+    # blocks, each block's vectors staying in L2 while every feature of the
     # group adds it (measured 20% faster than one feature over all rows).
     # Blocks go in row order, so every bin still sums its rows in row order.
     per = max(1, min(_GROUP, F // 16))   # at least 16 groups: work for 16 threads
     for q in prange((F + per - 1) // per):
         f0, f1 = q * per, min(F, (q + 1) * per)
-        # hot features sum into scratch rows with spare slots, copied out per node
-        scratch = np.empty((3, f1 - f0, W + _N_SPARE))
-        counts = np.empty((f1 - f0, W + _N_SPARE), COUNT)
+        # per feature (sum g, sum h, count, unused) per bin, then the hot bin's spare slots
+        acc = np.empty((f1 - f0, W + _N_SPARE, 4))
         for k in range(K):
             s = slots[k]
-            hg[s, f0:f1, :] = 0.0
-            hh[s, f0:f1, :] = 0.0
-            hc[s, f0:f1, :] = 0
-            scratch[:] = 0.0
-            counts[:] = 0
+            acc[:] = 0.0
             n = stops[k] - starts[k]
             dense = n == N
             for i0 in range(0, n, _ROW_BLOCK):
                 i1 = min(n, i0 + _ROW_BLOCK)
                 rows = order[starts[k] + i0:starts[k] + i1]
-                ng, nh = (g[i0:i1], h[i0:i1]) if dense else (og[off[k] + i0:off[k] + i1], oh[off[k] + i0:off[k] + i1])
+                block = lanes[off[k] + i0:off[k] + i1]
                 for f in range(f0, f1):
                     if not active[f]:
                         continue
                     # the dense root reads its block of the column in order
                     col = binned[f, i0:i1] if dense else binned[f]
-                    if dense and root_counts is not None and (hot[f] < 0 or not keep_hot):
-                        _accumulate_nocount(col, ng, nh, hg[s, f], hh[s, f], unit_h)
-                    elif unit_h and (hot[f] < 0 or not keep_hot):
-                        _accumulate_unit(col, rows, ng, hg[s, f], hc[s, f], dense)
-                    elif hot[f] < 0 or not keep_hot:
-                        _accumulate(col, rows, ng, nh, hg[s, f], hh[s, f], hc[s, f], dense)
+                    if hot[f] < 0 or not keep_hot:
+                        _accumulate4(col, rows, block, acc[f - f0], dense)
                     else:
-                        _accumulate_hot(col, rows, ng, nh, scratch[0, f - f0], scratch[1, f - f0],
-                                        counts[f - f0], dense, hot[f])
+                        _accumulate4_hot(col, rows, block, acc[f - f0], dense, hot[f])
             for f in range(f0, f1):
-                if active[f] and hot[f] >= 0 and keep_hot:
-                    hg[s, f, :] = scratch[0, f - f0, :W]
-                    hh[s, f, :] = scratch[1, f - f0, :W]
-                    hc[s, f, :] = counts[f - f0, :W]
-                elif active[f]:
-                    if dense and root_counts is not None:
-                        hc[s, f, :] = root_counts[f, :W]
-                    if unit_h:
-                        for b in range(W):
-                            hh[s, f, b] = hc[s, f, b]
+                a = acc[f - f0]
+                for b in range(W):
+                    hg[s, f, b] = a[b, 0]
+                    hh[s, f, b] = a[b, 1]
+                    hc[s, f, b] = COUNT(a[b, 2])
 
 
 def subtract_level(pg, ph, pc, parents, hg, hh, hc, smalls, bigs):
@@ -322,12 +262,13 @@ def new_flat_level(n_nodes, total, workspace=None, key=0):
 
 @njit(cache=True, inline="always")
 def _accumulate_capped(col, rows, og, oh, a, b2, c, dense):
-    """``_accumulate`` into one feature's flat slots: a bin beyond them (the
-    shared uint16 missing bin, ``n_slots - 1``) goes to its last slot."""
+    """Every row's g, h and 1 into its bin of one feature's flat slots, in
+    row order; a bin beyond them (the shared uint16 missing bin, ``n_slots -
+    1``) goes to its last slot.  ``dense``: rows are 0..n-1 (the root)."""
     last = a.shape[0] - 1
     n = og.shape[0]
     i = 0
-    while i + 1 < n:   # two rows per step, as _accumulate
+    while i + 1 < n:   # two rows per step: their adds are independent, so the CPU overlaps them
         b = min(np.int64(col[i] if dense else col[rows[i]]), last)
         bb = min(np.int64(col[i + 1] if dense else col[rows[i + 1]]), last)
         a[b] += og[i]

@@ -121,53 +121,46 @@ def test_split_search_is_the_one_pass_scan(l2, msl):
     assert n_valid > 0
 
 
-def test_unit_hessians_give_the_added_sums():
-    # squared loss with unit weights: build_level copies sum h from the row counts instead of adding the
-    # 1.0s; the histograms must be the bytes of the adding path (the hot-bin path adds them either way)
+def _row_order_histograms(binned, rows, g, h, active, width):
+    """The reference: per feature and bin, sum g, sum h and the count of
+    ``rows``, added one row at a time in the order given (plain Python)."""
+    F = binned.shape[0]
+    hg, hh, hc = np.zeros((F, width)), np.zeros((F, width)), np.zeros((F, width), np.int64)
+    for f in np.flatnonzero(active):
+        for r in rows:
+            b = binned[f, r]
+            hg[f, b] += g[r]
+            hh[f, b] += h[r]
+            hc[f, b] += 1
+    return hg, hh, hc
+
+
+@pytest.mark.parametrize("unit", [False, True])
+def test_vector_histograms_are_the_row_order_sums(unit):
+    # build_level adds (g, h, 1, 0) as one vector per row (simd.add4), with a hot bin's sums in registers;
+    # every slot must hold the bits of the scalar sum in row order: the root over all rows (read in order),
+    # a gathered node, a hot bin, missing values, an inactive feature, unit hessians (sum h = count), -0.0
     from skinflint.trainers.boosting.histogram import build_level, hot_bins, new_level
     rng = np.random.default_rng(5)
-    F, N = 6, 3000
+    F, N = 6, 3001
     binned = rng.integers(0, 40, size=(F, N)).astype(np.uint8)
     binned[1, rng.random(N) < 0.7] = 3              # a hot bin
+    binned[5, rng.random(N) < 0.9] = 0              # a hotter one
     binned[2, rng.random(N) < 0.1] = 255            # missing values
     g = rng.normal(size=N)
-    h = np.ones(N)
-    order = np.concatenate([np.sort(rng.choice(N, 1000, replace=False)), np.arange(N)]).astype(np.int32)
+    g[rng.random(N) < 0.05] = -0.0
+    h = np.ones(N) if unit else rng.random(N)
+    sub = np.sort(rng.choice(N, 1000, replace=False)).astype(np.int32)
+    order = np.concatenate([sub, np.arange(N)]).astype(np.int32)
     starts, stops, slots = np.array([0, 1000]), np.array([1000, 1000 + N]), np.array([1, 0])
     active = np.ones(F, np.bool_)
     active[4] = False
     hot = hot_bins(binned)
-    assert hot[1] == 3
-    out = []
-    for unit in (False, True):
-        hist = new_level(2, F)
-        build_level(binned, order, starts, stops, slots, g, h, active, hot, *hist, unit)
-        out.append(hist)
-    for a, b in zip(*out):
-        assert np.array_equal(a.view(np.uint8), b.view(np.uint8))
-    assert out[1][1][0, 0].sum() == N   # the root's sum h is its row count
-
-
-@pytest.mark.parametrize("unit", [False, True])
-def test_root_counts_copied_are_the_counted_ones(unit):
-    # a node over all rows copies bin_counts instead of counting; every histogram keeps its bytes
-    from skinflint.trainers.boosting.histogram import bin_counts, build_level, hot_bins, new_level
-    rng = np.random.default_rng(6)
-    F, N = 5, 4001
-    binned = rng.integers(0, 250, size=(F, N)).astype(np.uint8)
-    binned[2, rng.random(N) < 0.8] = 0              # a hot bin: counted as before
-    binned[3, rng.random(N) < 0.2] = 255
-    g = rng.normal(size=N)
-    h = np.ones(N) if unit else rng.random(N)
-    order = np.arange(N, dtype=np.int32)
-    one = np.zeros(1, np.int64)
-    active = np.array([True, True, True, False, True])
-    hot = hot_bins(binned)
-    out = []
-    for counts in (None, bin_counts(binned)):
-        hist = new_level(1, F)
-        build_level(binned, order, one, np.array([N]), one, g, h, active, hot, *hist, unit, counts)
-        out.append(hist)
-    for a, b in zip(*out):
-        assert np.array_equal(a.view(np.uint8), b.view(np.uint8))
-    assert out[1][2][0, 0].sum() == N
+    assert hot[1] == 3 and hot[5] == 0
+    hist = new_level(2, F)
+    build_level(binned, order, starts, stops, slots, g, h, active, hot, *hist)
+    for slot, rows in ((0, np.arange(N)), (1, sub)):
+        for got, want in zip((a[slot] for a in hist), _row_order_histograms(binned, rows, g, h, active, 256)):
+            assert got.dtype == want.dtype or got.dtype == np.int32
+            assert np.array_equal(np.asarray(got, want.dtype).view(np.uint8), want.view(np.uint8))
+    assert hist[2][0, 0].sum() == N and hist[2][1, 0].sum() == 1000
