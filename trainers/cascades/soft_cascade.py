@@ -59,7 +59,7 @@ import numpy as np
 
 from .. import lbfgs, linalg
 from ..relaxation import design, lemma1_fit, refit, routing
-from ._soft_cascade_kernels import stage_pass, stage_route_grad
+from ._soft_cascade_kernels import bias_design, stage_pass, stage_route_grad
 
 MODES = ("cronus", "cscc")
 
@@ -95,6 +95,22 @@ class Problem:
         self.ct = np.concatenate([self.tree_cost, self.unit_cost])
         self.Ft = np.ascontiguousarray(self.F.T)
         self.Ht = np.ascontiguousarray(self.H.T)    # H beta as rmatvec(Ht, beta): same bits, vectorised
+
+    def design(self, w):
+        """(Gram, rhs) of [1, H] with row weights ``w``: ``relaxation.design``
+        over every column, bit for bit (``bias_design``, no [1, H] copy)."""
+        return bias_design(self.H, w, self.y)
+
+    def base_design(self):
+        """``design(w)`` at the rows' own weights, which every candidate's
+        first stage (Alg. 2: d_1 = 1, so Omega = w exactly) and ``lambda_max``
+        use: computed once per problem and kept read-only."""
+        if getattr(self, "_base_design", None) is None:
+            G, rhs = self.design(self.w)
+            G.flags.writeable = False
+            rhs.flags.writeable = False
+            self._base_design = (G, rhs)
+        return self._base_design
 
     @property
     def n(self):
@@ -413,10 +429,9 @@ def init_cascade(prob: Problem, cfg: Settings) -> Cascade:
     b = np.zeros(K)
     theta = np.zeros(K)
     p = np.ones((n, K))
-    cols = np.arange(T)
     for k in range(K):
         Om = prob.w * p[:, k]
-        _, Gram, rhs = design(prob.H, cols, Om, prob.y)
+        Gram, rhs = prob.design(Om) if k else prob.base_design()      # p[:, 0] = 1: Om is w
         lam_k = cfg.lam * cfg.delta ** (K - 1 - k)
         bk, beta = fit_single_stage(prob, cfg, Gram, rhs, B, k, p, lam_k, cfg.rho[k], Om)
         B[k], b[k] = beta, bk
@@ -497,7 +512,7 @@ def lambda_max(prob: Problem, cfg: Settings, iters=30) -> float:
     (Chen Eq. 7, the K = 1 cascade) zeroes every tree: the top of the useful
     lambda range.  Bisection on log lambda; the Gram matrix is shared."""
     n, T = prob.n, prob.T
-    _, Gram, rhs = design(prob.H, np.arange(T), prob.w, prob.y)
+    Gram, rhs = prob.base_design()
     one = Settings(mode=cfg.mode, n_stages=1, rho=cfg.rho[-1], clamp=cfg.clamp, tol=cfg.tol,
                    init_iters=cfg.init_iters)
     p = np.ones((n, 1))
