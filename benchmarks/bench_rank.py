@@ -515,6 +515,14 @@ def headline(rows):
         lines.append(f"LightGBM's cheapest within 0.01 NDCG@5 of the full model: {c['method']}: NDCG@5 "
                      f"{c['ndcg5']:.4f}, cost {c['cost']:.1f}; skinflint / LightGBM cost = "
                      f"{best['cost'] / c['cost']:.3f} (target <= 0.8)")
+        # at equal NDCG@5 both ways: each side's cheapest model at least as good as the other's chosen one
+        for a, b_rows, b_name in ((best, cegb, "LightGBM"), (c, ok, "skinflint")):
+            match = [r for r in b_rows if r["ndcg5"] >= a["ndcg5"]]
+            if match:
+                m = min(match, key=lambda r: r["cost"])
+                s, lg = (m, a) if b_name == "skinflint" else (a, m)
+                lines.append(f"  at NDCG@5 >= {a['ndcg5']:.4f}: {b_name}'s cheapest is {m['method']} ({m['ndcg5']:.4f}"
+                             f", cost {m['cost']:.1f}); skinflint / LightGBM cost = {s['cost'] / lg['cost']:.3f}")
     else:
         lines.append(f"no LightGBM model is within 0.01 of NDCG@5 {ref['ndcg5']:.4f}")
     return "\n".join(lines)

@@ -65,4 +65,8 @@ def test_from_results_prints_the_headline(bench, tmp_path, capsys):
     bench.main(["--from-results", str(path)])
     out = capsys.readouterr().out
     assert "Greedy Miser LambdaMART (lambda=1e-05): NDCG@5 0.8950, cost 200.0 = 0.200 of the full" in out
-    assert "skinflint / LightGBM cost = 0.500" in out
+    assert "skinflint / LightGBM cost = 0.500 (target <= 0.8)" in out
+    # at equal NDCG@5 both ways: no CEGB model reaches 0.895; skinflint's cheapest at >= CEGB's 0.893 is 200 / 400
+    assert "at NDCG@5 >= 0.8950" not in out
+    assert ("at NDCG@5 >= 0.8930: skinflint's cheapest is Greedy Miser LambdaMART (lambda=1e-05) (0.8950, cost "
+            "200.0); skinflint / LightGBM cost = 0.500") in out
