@@ -26,8 +26,11 @@ then fits the trainer on that bank, each timed (wall and process CPU):
 Trainers run with their defaults otherwise (no ``eval_set``: a trainer that
 chooses on validation holds rows out and refits), ``random_state=0``,
 ``verbose=0``.  The printed table has one line per fit; under it, per
-trainer, the log-log slope of fit wall time against rows (least squares over
-the row counts run): 1 is linear, 2 quadratic.
+trainer, the log-log slope of fit wall and CPU time against rows (least
+squares over the row counts run): 1 is linear, 2 quadratic; with one row
+count there is no slope, and the line says so.  The peak memory is the
+child's ``ru_maxrss``, the figure ``/usr/bin/time -v`` prints as "Maximum
+resident set size".
 """
 from __future__ import annotations
 
@@ -142,9 +145,10 @@ def run_child_wait4(args_list):
 
 
 def slope(rows, secs):
-    """Least-squares slope of log(seconds) on log(rows)."""
+    """Least-squares slope of log(seconds) on log(rows); None with fewer than
+    two distinct row counts (no slope to fit)."""
     if len(set(rows)) < 2:
-        return float("nan")
+        return None
     return float(np.polyfit(np.log(rows), np.log(secs), 1)[0])
 
 
@@ -196,8 +200,11 @@ def main(argv=None):
     print("\nlog-log slope of fit time against rows (1 = linear), wall and process CPU:")
     for t, rs in res.items():
         n = [r["rows"] for r in rs]
-        print(f"  {t:<7} wall {slope(n, [r['fit_wall'] for r in rs]):.2f}, cpu "
-              f"{slope(n, [r['fit_cpu'] for r in rs]):.2f}")
+        sw, sc = slope(n, [r["fit_wall"] for r in rs]), slope(n, [r["fit_cpu"] for r in rs])
+        if sw is None:
+            print(f"  {t:<7} no slope: one row count ({n[0]})")
+        else:
+            print(f"  {t:<7} wall {sw:.2f}, cpu {sc:.2f}")
 
 
 if __name__ == "__main__":
