@@ -122,9 +122,12 @@ def compile_onnx(model, *, target=DEFAULT_TARGET, opset=None, mode="exact", budg
         if mode == "fast":
             outputs = finish(g, model, fast_scores(tab, g, tree_op, X), None)
         else:
-            scores, cost, stage, used = exact_graph(Setup(model, tab, g, tree_op, X, b, small=small),
-                                                    with_budget=budget, with_used=features_used)
-            outputs = finish(g, model, scores, (cost, stage, used), padded=pad)
+            setup = Setup(model, tab, g, tree_op, X, b, small=small)
+            scores, cost, stage, used = exact_graph(setup, with_budget=budget, with_used=features_used)
+            # the latency schedule drops the NaN work that scores which
+            # cannot be NaN do not need (the batch graph keeps its bytes)
+            bound = Values(setup).score_bound() if small else np.inf
+            outputs = finish(g, model, scores, (cost, stage, used), padded=pad, bound=bound)
             if budget:
                 inputs.append(helper.make_tensor_value_info("budget", F64, ["N"]))
         return g, inputs, outputs
@@ -193,11 +196,13 @@ def exact_graph(setup: Setup, with_budget, with_used=True):
     else:
         feat_slots = costs.feature_slots(mask)
         h, cost = costs.halt(feat_slots, mask, with_budget)
-        with g.scope("pay/halt", root=True):
-            h_col = g.unsqueeze(h, [1])
+        h_col = costs.h_col
+        if h_col is None:
+            with g.scope("pay/halt", root=True):
+                h_col = g.unsqueeze(h, [1])
         used = None
         if with_used:
             with g.scope("touch/features_used", root=True):
                 used = g.op("Less", feat_slots, h_col)
     stage = routing.stage(h, h_col, mask)
-    return routing.scores(stage), cost, stage, used
+    return routing.scores(stage, h_col if mask is None else None), cost, stage, used

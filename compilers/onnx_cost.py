@@ -18,7 +18,7 @@ from fractions import Fraction
 import numpy as np
 from onnx import TensorProto
 
-from .onnx_graph import bit_layout, expand_rows, first_set_bits, rows_like
+from .onnx_graph import bit_layout, expand_rows, filled, first_set_bits, rows_like
 from .onnx_values import Part, Setup, Values
 
 WORDS_PER_STEP = 4      # bit-set words searched together (4 x 31 features)
@@ -40,6 +40,7 @@ class Costs(Part):
         # row gathers its route's row ([N, units], never [N, regions, units])
         self.routes = routes
         self._start = None      # [rows, T] leaf starts, set by ``on_rows`` for a subset of rows
+        self.h_col = None       # [N, 1] halting slots, when ``halt`` has them in that shape too
 
     # -- touch: the slot of each unit's first touch -------------------------
     def first_touches(self, flat=False):
@@ -328,8 +329,13 @@ class Costs(Part):
         _, costs = self._paid_units()
         budget = self.budget if with_budget else None
         never = None
-        if not (self.small and budget is not None and costs.size <= PAIRWISE_UNITS and parts
-                and exact_in_any_order(costs) and not in_order):     # _pay_pairwise needs none
+        self.h_col = None
+        # a negative budget halts at the very first unit, even a free one
+        first_static = self.static(np.arange(L.n_features + L.n_trees + L.n_sv)).min(1, keepdims=True)
+        slot0 = mask is None and self.routes is None and first_static[0, 0] == 0
+        pairwise = (self.small and budget is not None and costs.size <= PAIRWISE_UNITS and parts
+                    and exact_in_any_order(costs) and not in_order)
+        if not pairwise:     # _pay_pairwise needs none
             with g.scope("pay/units", root=True):
                 never = rows_like(g, self.X, self.never, np.int64)
         with g.scope("pay", root=True):
@@ -337,13 +343,17 @@ class Costs(Part):
                 h, cost = never, rows_like(g, self.X, 0.0, np.float64)
             elif in_order:
                 h, cost = self._pay_in_order(g.concat(parts, 1), costs, budget, never)
+            elif pairwise:
+                # slot 0 is static: the negative budget's halt is the pairwise search's
+                h, cost, self.h_col = self._pay_pairwise(g.concat(parts, 1), costs, budget, slot0=slot0)
+                if slot0:
+                    return h, cost
             else:
                 h, cost = self._pay(g.concat(parts, 1), costs, budget, never)
         if budget is not None:
+            self.h_col = None
             with g.scope("pay/negative_budget", root=True):
-                # a negative budget halts at the very first unit, even a free one
-                first_static = self.static(np.arange(L.n_features + L.n_trees + L.n_sv)).min(1, keepdims=True)
-                if mask is None and self.routes is None and first_static[0, 0] == 0:
+                if slot0:
                     first = g.const(np.int64(0))      # slot 0 is static: the first unit of every row
                 else:
                     first = g.op("Min", g.op("ReduceMin", feat_slots, g.const([1], np.int64), keepdims=0),
@@ -506,7 +516,9 @@ class Costs(Part):
                 fixed = float(np.sum(costs[feats.size:][at < self.never]))
                 if fixed:
                     total = g.op("Add", total, g.const(np.float64(fixed)))
-            never = rows_like(g, self.X, self.never, np.int64)
+            # the latency schedule: 2 ops from the row count of the total
+            # instead of rows_like's 6 (a constant [1] expanded to X's rows)
+            never = filled(g, total, self.never, np.int64) if self.small else rows_like(g, self.X, self.never, np.int64)
         if not with_budget:
             return never, total, (touched if with_used else None)
         with g.scope("pay/over_budget", root=True):
@@ -534,10 +546,6 @@ class Costs(Part):
         if not exact_in_any_order(costs):
             return self._pay_in_order(slots, costs, budget, never)
         g = self.g
-        if self.small and budget is not None and costs.size <= PAIRWISE_UNITS:
-            # the latency schedule: no subset of rows (its gather and
-            # scatter cost more ops than they save on a few rows)
-            return self._pay_pairwise(slots, costs, budget)
         with g.scope("total"):
             total = self._mask_cost(g.op("Less", slots, g.const(self.never)), costs)
         if budget is None:
@@ -576,34 +584,47 @@ class Costs(Part):
         return g.op("ReduceSum", g.op("Mul", g.cast(mask, F64), g.const(costs[None])), g.const([1], np.int64),
                     keepdims=0)
 
-    def _pay_pairwise(self, slots, costs, budget):
-        """``_pay`` without a sort, for costs exact in any order and a few
-        units: a unit's running cost is the sum of the costs of the units
-        with a slot up to its own ([N, U, U] comparisons of slots, then a
-        MatMul with the costs: exact, whatever order it adds in).  A group
-        and the member that pays it share a slot, so they fit the budget
-        or halt together, as in ``_pay_in_order`` (which pays the slots
-        before the halting one).  The row halts at the first slot whose
-        running cost exceeds the budget; the running cost only grows, so
-        the units paid are the touched ones within it, and the cost is the
-        largest running cost among them (0 if none)."""
+    def _pay_pairwise(self, slots, costs, budget, slot0=False):
+        """(h [N], cost [N], h [N, 1]): ``_pay`` without a sort, for costs
+        exact in any order and a few units (the latency schedule: no subset
+        of rows, whose gather and scatter cost more ops than they save on a
+        few rows): a unit's running cost is the sum of the costs of the
+        units with a slot up to its own ([N, U, U] comparisons of slots,
+        then a MatMul with the costs: exact, whatever order it adds in).  A
+        group and the member that pays it share a slot, so they fit the
+        budget or halt together, as in ``_pay_in_order`` (which pays the
+        slots before the halting one).  The row halts at the first slot
+        whose running cost exceeds the budget; the running cost only grows,
+        so the units paid are the touched ones within it, and the cost is
+        the largest running cost among them (0 if none).
+
+        ``slot0``: slot 0 is static, where a negative budget halts (``halt``);
+        a free unit at slot 0 put in front is over exactly such a budget
+        (its running cost, 0 plus the costs of any unit at slot 0, exceeds
+        a budget below 0, or one that unit's own slot 0 exceeds too), so the
+        search gives that halt, and the unit adds 0 to every running cost.
+        Units stay on axis 1 of [N, U, 1] (the MatMul's shape) to the end:
+        no Squeeze of the running costs."""
         g = self.g
         with g.scope("pairwise"):
+            if slot0:
+                slots = g.op("Pad", slots, g.const(np.array([0, 1, 0, 0], np.int64)), g.const(np.int64(0)))
+                costs = np.r_[0.0, costs]
+            col = g.unsqueeze(slots, [2])                                                            # [N, U, 1]
             # [N, u, v]: unit v comes no later than unit u
-            before = g.op("LessOrEqual", g.unsqueeze(slots, [1]), g.unsqueeze(slots, [2]))
+            before = g.op("LessOrEqual", g.unsqueeze(slots, [1]), col)
             # costs as [U, 1]: a 1-D right operand fails on zero rows in onnxruntime < 1.32
-            run = g.squeeze(g.op("MatMul", g.cast(before, F64), g.const(costs[:, None])), [2])     # [N, U]
-            over = g.op("Greater", run, g.unsqueeze(budget, [1]))
-            h = g.op("ReduceMin", g.where(over, slots, g.const(self.never)), g.const([1], np.int64), keepdims=1)
+            run = g.op("MatMul", g.cast(before, F64), g.const(costs[:, None]))                      # [N, U, 1]
+            over = g.op("Greater", run, g.unsqueeze(budget, [1, 2]))
+            h = g.op("ReduceMin", g.where(over, col, g.const(self.never)), g.const([1], np.int64), keepdims=1)
             # paid: touched and not over, which is a slot before h (running
             # costs grow with the slot, as costs are >= 0: a unit at or
             # after h runs at least h's, over the budget; 'never' is no
             # slot before h)
-            paid = g.op("Less", slots, h)
-            h = g.squeeze(h, [1])
-            cost = g.op("ReduceMax", g.where(paid, run, g.const(np.float64(0))), g.const([1], np.int64),
+            paid = g.op("Less", col, h)                                                             # [N, U, 1]
+            cost = g.op("ReduceMax", g.where(paid, run, g.const(np.float64(0))), g.const([1, 2], np.int64),
                         keepdims=0)
-        return h, cost
+        return g.squeeze(h, [1, 2]), cost, g.squeeze(h, [2])
 
     def _pay_in_order(self, slots, costs, budget, never):
         """Sort a row's paid units by slot, add their costs in that order

@@ -14,24 +14,29 @@ from .onnx_graph import Graph, canonical_nan, canonical_nan_value, first_argmax,
 F32, F64, I64, BOOL = TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.INT64, TensorProto.BOOL
 
 
-def finish(g: Graph, model, scores, extra, padded=True):
+def finish(g: Graph, model, scores, extra, padded=True, bound=np.inf):
     """Canonical NaNs, the ONNX-ML prediction outputs, then scores and cost,
     each without the last row (the padding row of compile_onnx; as they
     are when not ``padded``).  ``extra`` is (cost, stage, features_used
-    or None), or None (fast mode)."""
+    or None), or None (fast mode).  ``bound``: a bound on |score|
+    (``Values.score_bound``), finite when no score can be NaN: then no
+    NaN is made canonical, and the logistic skips its range clamps where
+    the bound allows (``logistic``)."""
     with g.scope("out", root=True):
-        return _outputs(g, model, scores, extra, padded)
+        return _outputs(g, model, scores, extra, padded, bound)
 
 
-def _outputs(g: Graph, model, scores, extra, padded=True):
+def _outputs(g: Graph, model, scores, extra, padded=True, bound=np.inf):
     task = model.task
     K = task.n_outputs
     # a float64 output bank: float64 scores; labels read them as they are,
     # probabilities the float32 transform of them rounded to float32
     wide = model.output_is_float64
     SC = F64 if wide else F32
-    nan = g.op("IsNaN", scores)
-    scores = g.where(nan, g.const(canonical_nan_value(wide)), scores)     # canonical_nan, keeping the mask
+    nan = None
+    if not np.isfinite(bound):
+        nan = g.op("IsNaN", scores)
+        scores = g.where(nan, g.const(canonical_nan_value(wide)), scores)     # canonical_nan, keeping the mask
     s32 = g.cast(scores, F32) if wide else scores
     outs = []
 
@@ -57,10 +62,11 @@ def _outputs(g: Graph, model, scores, extra, padded=True):
                     # logistic gives 1 for a NaN score; the scores' NaN mask
                     # writes the canonical NaN there, in both columns (a
                     # probability is NaN exactly where its score is)
-                    p = logistic(g, s32 if K == 1 else g.gather(s32, [0], 1))
-                    both = g.concat([g.op("Sub", g.const(np.float32(1)), p), p], 1)
-                    proba = g.where(nan if K == 1 else g.gather(nan, [0], 1), g.const(canonical_nan_value()),
-                                    both)
+                    p = logistic(g, s32 if K == 1 else g.gather(s32, [0], 1), bound)
+                    proba = g.concat([g.op("Sub", g.const(np.float32(1)), p), p], 1)
+                    if nan is not None:
+                        proba = g.where(nan if K == 1 else g.gather(nan, [0], 1), g.const(canonical_nan_value()),
+                                        proba)
         else:
             idx, best = first_argmax(g, scores, K)
             if task.transform == "softmax":

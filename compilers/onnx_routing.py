@@ -10,7 +10,16 @@ from __future__ import annotations
 import numpy as np
 from onnx import TensorProto
 
-from ..ir.codes import EXIT_ABS_GE, EXIT_GAP_GE, EXIT_GE, EXIT_LE, KIND_ANYTIME, KIND_CASCADE, KIND_CTREE
+from ..ir.codes import (
+    EXIT_ABS_GE,
+    EXIT_GAP_GE,
+    EXIT_GE,
+    EXIT_LE,
+    KIND_ANYTIME,
+    KIND_CASCADE,
+    KIND_CTREE,
+    KIND_TREES,
+)
 from .onnx_graph import rows_like
 from .onnx_values import Part, Setup, Values
 
@@ -123,8 +132,7 @@ class Routing(Part):
         with g.scope("route/stage", root=True):
             if mask is None:
                 # one route, checkpoints in slot order: look the count up by slot
-                done_by = np.searchsorted(np.sort(sched.cp_end), np.arange(self.never + 1), side="right")
-                return g.op("Gather", g.const(done_by - 1), h)
+                return g.op("Gather", g.const(self._done_by() - 1), h)
             done = g.op("And", g.op("GreaterOrEqual", h_col, g.const(sched.cp_end[None])),
                         g.gather(mask, sched.cp_region, 1))
             if t.top_kind == KIND_CTREE:
@@ -137,10 +145,20 @@ class Routing(Part):
             n_done = g.op("ReduceSum", g.cast(done, I64), g.const([1], np.int64), keepdims=0)
             return g.op("Sub", n_done, g.const(np.int64(1)))
 
-    def scores(self, stage):
+    def scores(self, stage, h_col=None):
         """[N, K] float32: the value of the stage each row completed (the
-        prior before any)."""
-        g = self.g
+        prior before any).  ``h_col``: the halting slots [N, 1] of one route,
+        when a [N, 1] step is what ``pick_steps`` reads (a node of
+        ``rows_2d``): the step is then looked up by slot, as ``stage``
+        looks the stage up, plus one (2 ops fewer than Add and Unsqueeze)."""
+        g, t = self.g, self.t
         vals = self.values.checkpoint_values()
         with g.scope("route/scores", root=True):
+            if h_col is not None and t.top_kind == KIND_TREES and t.top in self.values.rows_2d:
+                return g.op("GatherElements", vals, g.op("Gather", g.const(self._done_by()), h_col), axis=1)
             return self.values.pick_steps(vals, g.op("Add", stage, g.const(np.int64(1))))
+
+    def _done_by(self):
+        """[slots + 1] int64: per halting slot, how many checkpoints are
+        complete (one route, checkpoints in slot order)."""
+        return np.searchsorted(np.sort(self.sched.cp_end), np.arange(self.never + 1), side="right")

@@ -370,6 +370,31 @@ class Values(Part):
         its reached leaves split on it (0 for the others)."""
         return self.ensemble()["touches"]
 
+    def score_bound(self):
+        """A bound on |score| of every row and stage when the output is a
+        tree bank whose reached leaves and bias are finite (its scores are
+        then never NaN), else inf: the bias plus each tree's largest |leaf
+        value|, divided by a float64 bank's divisor, widened by a relative
+        2^-20 per addition for the roundings of the running sums."""
+        t = self.t
+        if t.top_kind != KIND_TREES:
+            return np.inf
+        n = t.top
+        lay = self.leaf_layout()
+        wide = bool(t.node_f64[n])
+        vals = np.abs(np.asarray(lay.vals64 if wide else lay.vals, np.float64))
+        K = int(t.node_width[n])
+        bias = np.abs(np.asarray((t.bias64 if wide else t.bias)[t.node_bias[n]: t.node_bias[n] + K], np.float64))
+        trees = np.arange(t.node_first[n], t.node_first[n] + t.node_count[n])
+        total = float(bias.max(initial=0.0))
+        for tr in trees:
+            tree_vals = vals[lay.base[tr]: lay.base[tr] + lay.n_leaves[tr] * lay.width[tr]]
+            total += float(tree_vals.max(initial=0.0))
+        if wide:
+            total /= abs(float(t.node_div[n]))
+        total *= 1 + 2.0 ** -20 * (trees.size + 2)
+        return total if np.isfinite(total) and np.all(np.isfinite(bias)) else np.inf
+
     def can_vote_values(self):
         """Whether the tree operator may give the output bank's leaf values
         directly, one target per tree: a one-output float32 bank of every

@@ -444,18 +444,23 @@ def _span(a, b):
     return np.arange(lo, hi + 1, dtype=np.int32).view(np.float32)
 
 
-def test_graph_logistic_is_the_reference_logistic_bit_for_bit():
+@pytest.mark.parametrize("bound", [np.inf, 79.99])
+def test_graph_logistic_is_the_reference_logistic_bit_for_bit(bound):
     """The exact graph's logistic (34 ops since issue 30) against the
     reference's 1 / (1 + expf(-s)) on 2M random bit patterns, expf's range
     edges and one ulp either side, and every float32 where the rounding is
-    hardest (near the underflow and overflow ends)."""
+    hardest (near the underflow and overflow ends).  With a ``bound`` on
+    |s| below 80 (scores of a tree bank with finite leaves, in the latency
+    schedule) it has no clamps (26 ops): the same inputs within the bound,
+    and every float32 within 0.01 of +-bound and of n's first steps."""
     import onnxruntime as ort
     from onnx import TensorProto, helper
 
     from skinflint.compilers.onnx_graph import Graph, logistic, match_constant_ranks
     from skinflint.runtimes import _expf
     g = Graph()
-    g.op("Identity", logistic(g, "s"), out="p")
+    g.op("Identity", logistic(g, "s", bound), out="p")
+    assert len(g.nodes) == (32 if bound == np.inf else 27)     # with the Identity
     graph = helper.make_graph(g.nodes, "logistic", [helper.make_tensor_value_info("s", TensorProto.FLOAT, ["N", 1])],
                               [helper.make_tensor_value_info("p", TensorProto.FLOAT, ["N", 1])], g.inits)
     proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
@@ -469,6 +474,10 @@ def test_graph_logistic_is_the_reference_logistic_bit_for_bit():
     s = np.concatenate([bits, edges, np.nextafter(edges, np.float32(np.inf)), np.nextafter(edges, np.float32(-np.inf)),
                         _span(-88.3, -88.8), _span(-86.0, -86.9), _span(103.5, 104.1),
                         np.linspace(-120, 120, 200_001, dtype=np.float32)])
+    if bound < np.inf:
+        s = np.concatenate([s, _span(-bound, -bound + 0.01), _span(bound - 0.01, bound),
+                            _span(-0.35, -0.34), _span(0.34, 0.35)])     # n = 0 to +-1: s = +-ln(2) / 2
+        s = s[np.abs(s) <= bound]
     s = s[~np.isnan(s)][:, None]
     want = _expf.logistic(s.copy())
     got = sess.run(None, {"s": s})[0]
@@ -492,3 +501,43 @@ def test_ort_format_for_mobile_runs_exact(tmp_path):
         rt.session = ort.InferenceSession(str(tmp_path / f"{name}.ort"), providers=["CPUExecutionProvider"])
         rep = verify(m, runtimes=[rt])
         assert rep.ok, (name, rep.table())
+
+
+def _binary_trees(leaf):
+    """Three depth-2 trees over 3 features whose leaves are +-leaf and
+    +-leaf / 10: scores from -3 leaf to 3 leaf, plus the bias 0.5 (float32 bank)."""
+    trees = [dict(feature=np.array([f, (f + 1) % 3, (f + 2) % 3, -1, -1, -1, -1]),
+                  threshold=np.array([0.0, -0.5, 0.5, 0, 0, 0, 0], np.float32),
+                  left=np.array([1, 3, 5, -1, -1, -1, -1]), right=np.array([2, 4, 6, -1, -1, -1, -1]),
+                  value=np.array([0, 0, 0, -leaf, -leaf / 10, leaf / 10, leaf], np.float32),
+                  missing_left=np.array([True, False, True, False, False, False, False])) for f in range(3)]
+    bank = ir.concat_trees(trees, base_score=0.5)
+    return ir.model(ir.features_from_costs(np.array([1.0, 2.0, 3.0])), [bank], 0, task=ir.binary_task())
+
+
+@pytest.mark.parametrize("leaf", [1.0, 26.0, 27.0, 40.0, 2e38])
+def test_latency_graph_drops_nan_work_only_where_scores_cannot_be_nan(leaf):
+    """The latency schedule bounds |score| by the tree bank's leaves: scores
+    within 80 take the logistic without clamps, larger ones (up to float32
+    overflow, +-inf, for 2e38) the clamped one; a tree bank's finite leaves
+    and bias never sum to NaN (inf + finite is inf), so its scores get no
+    NaN masks, while a linear output keeps them.  All match the reference
+    bit for bit on adversarial and random rows, probabilities included."""
+    from skinflint.compilers.onnx_values import Setup, Values
+    from skinflint.ir.lowering import lower
+    m = _binary_trees(leaf)
+    proto = compile_onnx(m, batch_hint=1)
+    bound = Values(Setup(m, lower(m), None, "TreeEnsembleRegressor", small=True)).score_bound()
+    ops = [n.op_type for n in proto.graph.node]
+    assert "IsNaN" not in ops
+    assert (bound < 80) == (leaf <= 26)          # 3 trees of |leaf| at most, plus the bias: 78.5 / 81.5
+    assert ("GreaterOrEqual" in ops) == (leaf > 26)   # the logistic's clamps
+    rep = verify(m, runtimes=[OnnxRuntime(proto)])
+    assert rep.ok, rep.table()
+    X = np.concatenate([adversarial_rows(m), np.random.default_rng(0).normal(size=(500, 3)).astype(np.float32)])
+    got, ref = OnnxRuntime(proto).predict(X), predict(m, X)
+    np.testing.assert_array_equal(got.scores.view(np.uint32), ref.scores.view(np.uint32))
+    np.testing.assert_array_equal(got.proba.view(np.uint32), ref.proba.view(np.uint32))
+    assert np.isinf(ref.scores).any() == (leaf == 2e38)
+    linear = load_example("linear_over_trees")
+    assert "IsNaN" in {n.op_type for n in compile_onnx(linear, batch_hint=1).graph.node}
