@@ -191,20 +191,49 @@ class Costs(Part):
         ``slots``), whose leaf starts are ``cols`` [N, n], touch each
         feature: the smallest of a table's slot + 1 + depth, 'never' where
         no path has it."""
-        g, lay = self.g, self.values.leaf_layout()
-        tree_slot = np.full(self.layout.n_trees, -1, np.int64)
-        tree_slot[trees] = slots
-        # per leaf start: its tree's slot (-1: a tree not in this region, never read)
-        start_slot = np.full(len(lay.vals), -1, np.int64)
-        start_slot[lay.start] = tree_slot[self.paths.tree_of[lay.leaves]]
-        depth = self._depth_table()
-        table = np.where((depth >= 0) & (start_slot[:, None] >= 0), start_slot[:, None] + 1 + depth, self.never)
+        g = self.g
+        if self.values.first_slots is not None:       # voted by the tree operator (``first_slot_votes``)
+            with g.scope("first_tree"):
+                y = g.op("Add", self.values.ensemble()["first_slots"], g.const(np.float32(self.never)))
+                return g.cast(y, I64)
+        table = self._first_slot_table(trees, slots)
         small = self.never < np.iinfo(np.int16).max
         with g.scope("first_tree"):
             at = g.op("Gather", g.const(table.astype(np.int16 if small else np.int32)), cols)     # [N, n, F]
             if small:
                 at = g.cast(at, TensorProto.INT32)
             return g.cast(g.op("ReduceMin", at, g.const([1], np.int64), keepdims=0), I64)
+
+    def _first_slot_table(self, trees, slots):
+        """[leaf starts, F] int64: the slot at which each leaf's path (of
+        ``trees``, evaluated at ``slots``) first touches each feature,
+        'never' where it does not."""
+        lay = self.values.leaf_layout()
+        tree_slot = np.full(self.layout.n_trees, -1, np.int64)
+        tree_slot[trees] = slots
+        # per leaf start: its tree's slot (-1: a tree not in this region, never read)
+        start_slot = np.full(len(lay.vals), -1, np.int64)
+        start_slot[lay.start] = tree_slot[self.paths.tree_of[lay.leaves]]
+        depth = self._depth_table()
+        return np.where((depth >= 0) & (start_slot[:, None] >= 0), start_slot[:, None] + 1 + depth, self.never)
+
+    def first_slot_votes(self, mask, with_budget):
+        """The ``first_slots`` table for the tree operator to vote (``Values.first_slots``),
+        or None: the latency schedule with a budget, one region of every
+        tree and one route (the first touches then need no search), with
+        the TreeEnsembleRegressor (a leaf votes for several targets) and
+        each tree's leaf start voted on its own target.  Against the
+        ``Gather`` of [rows, trees, F] slots and its ``ReduceMin`` (and the
+        int16 table's ``Cast``), a few more votes per reached leaf."""
+        sc, T = self.sched, self.layout.n_trees
+        if not (self.small and with_budget and self.op == "TreeEnsembleRegressor" and mask is None
+                and self.routes is None and sc.n_regions == 1 and T and self._dense()
+                and self.values._starts_fit() and not self.lazy(mask, with_budget)):
+            return None
+        occ = np.flatnonzero(sc.occ_region == 0)
+        if not np.array_equal(np.sort(sc.occ_tree[occ]), np.arange(T)):
+            return None
+        return self._first_slot_table(sc.occ_tree[occ], sc.occ_slot[occ])
 
     def _first_slots(self, cols, slots, sets, B, features, by_start, slot_rows=None):
         """[N, len(features)] int64: the first slot at which the trees whose

@@ -330,15 +330,18 @@ def tree_walk(g: Graph, X, forest: Forest):
     return node
 
 
-def tree_ensemble(g: Graph, X, forest: Forest, n_targets: int, op: str):
-    """Emit the forest, SUM-aggregated; returns the output name ([N, n_targets] float32).
-    Not for ``op="gather"``: its callers read the leaves of ``tree_walk``."""
+def tree_ensemble(g: Graph, X, forest: Forest, n_targets: int, op: str, aggregate="SUM"):
+    """Emit the forest, SUM-aggregated (or ``aggregate="MIN"``, TreeEnsembleRegressor
+    only: per target the smallest of its votes, 0 for a target no reached
+    leaf votes for, on every onnxruntime from 1.16); returns the output
+    name ([N, n_targets] float32).  Not for ``op="gather"``: its callers
+    read the leaves of ``tree_walk``."""
     X = forest_input(g, X, forest)
     if op == "TreeEnsemble":
-        if forest.extra is not None:
-            raise ValueError("TreeEnsemble (ai.onnx.ml opset 5) gives a leaf one target")
+        if forest.extra is not None or aggregate != "SUM":
+            raise ValueError("TreeEnsemble (ai.onnx.ml opset 5) gives a leaf one target, summed here")
         return _emit_v5(g, X, forest, n_targets)
-    return _emit_v3(g, X, forest, n_targets)
+    return _emit_v3(g, X, forest, n_targets, aggregate)
 
 
 def _emit_v5(g, X, f: Forest, n_targets):
@@ -380,7 +383,7 @@ def _emit_v5(g, X, f: Forest, n_targets):
                 aggregate_function=1, post_transform=0)
 
 
-def _emit_v3(g, X, f: Forest, n_targets):
+def _emit_v3(g, X, f: Forest, n_targets, aggregate="SUM"):
     roots = np.r_[0, np.flatnonzero(np.diff(f.tree)) + 1]
     local = np.arange(f.tree.size) - roots[f.tree]      # root is node 0 of its tree
     leaf = f.feature < 0
@@ -400,5 +403,5 @@ def _emit_v3(g, X, f: Forest, n_targets):
                 nodes_missing_value_tracks_true=f.missing_left.tolist(),
                 target_treeids=f.tree[leaves].tolist(), target_nodeids=local[leaves].tolist(),
                 target_ids=targets.tolist(), target_weights=weights.tolist(),
-                n_targets=int(n_targets), aggregate_function="SUM",
+                n_targets=int(n_targets), aggregate_function=aggregate,
                 post_transform="NONE")

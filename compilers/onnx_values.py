@@ -136,6 +136,11 @@ class Values(Part):
         self.need_starts = True
         self.vote_values = False
         self.touch_votes: np.ndarray | None = None
+        # [leaf starts, F] int64: the slot at which each leaf's path first
+        # touches each feature ('never' if not), voted MIN-aggregated
+        # (``Costs.first_slot_votes``): the one-region latency schedule's
+        # first touches straight from the tree operator
+        self.first_slots: np.ndarray | None = None
 
     # -- trees ------------------------------------------------------------
     def leaf_layout(self) -> LeafLayout:
@@ -225,6 +230,10 @@ class Values(Part):
                 extra.append(self._touch_votes(forest, at))
                 at += self.F
                 continue
+            if part == "first_slots":
+                extra.append(self._first_slot_votes(forest, at))
+                at += self.F
+                continue
             n, vote = kinds[part]
             if forest is None:
                 forest = ir_forest(t, p, np.arange(T), vote=lambda nodes, v=vote, a=at: (v(nodes)[0] + a, v(nodes)[1]))
@@ -249,6 +258,19 @@ class Values(Part):
         pairs = np.unique(np.c_[np.nonzero(keep)[0], on_path[keep]], axis=0)      # twice on a path: one vote
         return leaf[pairs[:, 0]], at + pairs[:, 1], np.ones(len(pairs), np.float32)
 
+    def _first_slot_votes(self, forest, at):
+        """(forest leaf, target, weight): each leaf votes slot - 'never' (< 0)
+        for target at + f of every feature f its path touches, at the slot
+        of its first touch (``first_slots``).  MIN-aggregated, a target gets
+        the smallest vote among the row's reached leaves, 0 where none
+        votes: plus 'never', the row's first touch of f, exact in float32
+        (slots stay below 2^24, ``MAX_EXACT``)."""
+        leaf = np.flatnonzero(forest.feature < 0)
+        start = self._start_of_node()[forest.node[leaf]].astype(np.int64)
+        slot = self.first_slots[start]                                           # [leaves, F]
+        li, f = np.nonzero(slot < self.never)
+        return leaf[li], at + f, (slot[li, f] - self.never).astype(np.float32)
+
     def _start_of_node(self):
         """[M] float32: per IR node, where its values start if it is a leaf."""
         lay = self.leaf_layout()
@@ -270,13 +292,24 @@ class Values(Part):
                 (["values"] if self.vote_values else []) + (["touches"] if self.touch_votes is not None else [])
             if self.small and self._starts_fit() and "starts" in parts:
                 parts = ["each_start"] + parts[1:]
+            aggregate = "SUM"
+            if self.first_slots is not None:
+                # one vote per each_start target: its minimum is its sum
+                if parts != ["each_start"]:
+                    raise ValueError("first-slot votes go with each tree's own leaf start only")
+                parts, aggregate = ["each_start", "first_slots"], "MIN"
             forest, first, total = self._forest(parts)
             g = self.g
             with g.scope("leaf/ensemble", root=True):
-                y = tree_ensemble(g, self.X, forest, total, self.op)
-                ends = [first[q] for q in parts[1:]] + [total]
-                self._ensemble = {q: y if len(parts) == 1 else g.slice(y, first[q], e, 1)
-                                  for q, e in zip(parts, ends, strict=True)}
+                y = tree_ensemble(g, self.X, forest, total, self.op, aggregate)
+                if len(parts) == 2 and aggregate == "MIN":      # one Split for both parts
+                    self._ensemble = dict(zip(parts, g.op(
+                        "Split", y, g.const([first[parts[1]], total - first[parts[1]]], np.int64), axis=1,
+                        n_out=2), strict=True))
+                else:
+                    ends = [first[q] for q in parts[1:]] + [total]
+                    self._ensemble = {q: y if len(parts) == 1 else g.slice(y, first[q], e, 1)
+                                      for q, e in zip(parts, ends, strict=True)}
         return self._ensemble
 
     def _decode(self, y, axis, local=False):

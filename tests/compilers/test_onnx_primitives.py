@@ -134,6 +134,52 @@ def test_sum_ensemble_adds_packed_integer_votes_exactly():
         assert np.array_equal(y.astype(np.float64), want), op
 
 
+def test_min_ensemble_gives_the_smallest_vote_and_zero_without_one():
+    # the latency graph's first touches (Values.first_slots): 120 one-split
+    # trees (more than onnxruntime's per-tree parallel threshold) on 9
+    # targets; target k gets a vote from the trees t = k mod 40 on their
+    # left leaf and, for k < 3, t = k + 20 mod 40 on their right, negative integers
+    # (slot - never); a target no reached leaf votes for reads 0, whatever
+    # the rows, on one thread and on two
+    rng = np.random.default_rng(3)
+    T, K, n = 120, 9, 64
+    x = rng.normal(size=(n, T)).astype(np.float32)
+    x[rng.random((n, T)) < 0.9] = 1.0           # most rows go right: many targets unvoted
+    z = np.zeros
+    tree = np.repeat(np.arange(T), 3)
+    feature = np.tile([0, -1, -1], T) + np.repeat(np.arange(T), 3) * np.tile([1, 0, 0], T)
+    left = np.tile([1, -1, -1], T) + np.repeat(3 * np.arange(T), 3) * np.tile([1, 0, 0], T)
+    right = left + np.tile([1, 0, 0], T)
+    votes = {(t, side, k): -float(rng.integers(1, 5000)) for t in range(T) for k in range(K) for side in (0, 1)
+             if t % 40 == (k if side == 0 else k + 20) and (side == 0 or k < 3)}
+    leaf, tg, w = (np.array(c) for c in zip(*[(3 * t + 1 + side, k, v) for (t, side, k), v in votes.items()],
+                                              strict=True))
+    # every leaf's own vote: 0 for target K, left out below
+    forest = Forest(tree, feature, z(3 * T, np.float32), z(3 * T, np.int64), left, right,
+                    np.where(feature < 0, K, -1), z(3 * T, np.float32), np.arange(3 * T), extra=(leaf, tg, w))
+    want = np.zeros((n, K))
+    for r in range(n):
+        for k in range(K):
+            got = [v for (t, side, kk), v in votes.items() if kk == k and side == int(x[r, t] > 0)]
+            want[r, k] = min(got) if got else 0.0
+    assert (want == 0).any() and (want < 0).any()
+    for threads in (1, 2):
+        g = Graph()
+        g.rename(g.slice(tree_ensemble(g, "x", forest, K + 1, "TreeEnsembleRegressor", aggregate="MIN"), 0, K, 1),
+                 "Y")
+        graph = helper.make_graph(g.nodes, "t", [helper.make_tensor_value_info("x", F32, [None, T])],
+                                  [helper.make_tensor_value_info("Y", F32, None)], g.inits)
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18),
+                                                        helper.make_opsetid("ai.onnx.ml", 3)])
+        model.ir_version = 9
+        opts = ort.SessionOptions()
+        opts.intra_op_num_threads = threads
+        sess = ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
+        assert np.array_equal(sess.run(["Y"], {"x": x})[0].astype(np.float64), want), threads
+        for r in range(3):          # single rows take their own path in the operator
+            assert np.array_equal(sess.run(["Y"], {"x": x[r:r + 1]})[0][0].astype(np.float64), want[r]), threads
+
+
 def test_tree_walk_reaches_the_reference_leaf():
     # two trees of depth 2 and a lone leaf; thresholds hit exactly, one ulp
     # either side, NaN (missing goes left on some splits only), +-inf

@@ -541,3 +541,20 @@ def test_latency_graph_drops_nan_work_only_where_scores_cannot_be_nan(leaf):
     assert np.isinf(ref.scores).any() == (leaf == 2e38)
     linear = load_example("linear_over_trees")
     assert "IsNaN" in {n.op_type for n in compile_onnx(linear, batch_hint=1).graph.node}
+
+
+@pytest.mark.parametrize("name", ["trees", "groups"])
+def test_latency_graph_takes_first_touches_from_the_tree_operator(name):
+    """With a budget, one region and the TreeEnsembleRegressor, the latency
+    graph's first touches are the tree operator's MIN-aggregated votes
+    (no [rows, trees, features] Gather and ReduceMin); the other targets
+    keep the slot table.  Exact against the reference on adversarial rows
+    and budgets either way."""
+    m = load_example(name)
+    for target, voted in (("onnxruntime-1.16", True), ("no-ml-ops", False)):
+        proto = compile_onnx(m, batch_hint=1, target=target)
+        searched = any(n.op_type == "ReduceMin" and n.name.startswith("touch/") for n in proto.graph.node)
+        agg = {a.s for n in proto.graph.node for a in n.attribute if a.name == "aggregate_function"}
+        assert (agg == {b"MIN"}) == voted and searched == (not voted)
+        rep = verify(m, runtimes=[OnnxRuntime(proto)])
+        assert rep.ok, (target, rep.table())
