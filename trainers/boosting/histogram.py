@@ -149,10 +149,15 @@ def _accumulate4_hot(col, rows, lanes, acc, dense, z):
     for i in range(lanes.shape[0]):
         b = np.int64(col[i] if dense else col[rows[i]])
         hot = b == z
-        add4(acc, N_SLOTS + (i & (_N_SPARE - 1)) if hot else b, lanes, i)
-        ag += lanes[i, 0] if hot else 0.0
-        ah += lanes[i, 1] if hot else 0.0
-        ac += 1.0 if hot else 0.0
+        t = N_SLOTS + (i & (_N_SPARE - 1)) if hot else b
+        # loaded whatever the side, so that the choices below are selects, not branches
+        # (a branch on the side mispredicts on a share of the rows: measured 7-10 ns per row)
+        x = lanes[i, 0]
+        y = lanes[i, 1]
+        add4(acc, t, lanes, i)
+        ag += x if hot else 0.0
+        ah += y if hot else 0.0
+        ac += hot
     acc[z, 0] = ag
     acc[z, 1] = ah
     acc[z, 2] = ac
