@@ -134,7 +134,8 @@ def compile_onnx(model, *, target=DEFAULT_TARGET, opset=None, mode="exact", budg
     # the latency schedule pads no row when none of its ops needs one (no
     # subset of rows, no sort): 8 ops fewer (the two Concats, the Slices)
     g, inputs, outputs = build(pad=not (small and mode == "exact"))
-    if {n.op_type for n in g.nodes} & NEEDS_PADDING:
+    # ops under pay/guarded keep their own batch non-empty (Costs._pay_sorted)
+    if {n.op_type for n in g.nodes if not n.name.startswith("pay/guarded/")} & NEEDS_PADDING:
         g, inputs, outputs = build(pad=True)
     graph = helper.make_graph(g.nodes, "skinflint", inputs, outputs, g.inits)
     opsets = [helper.make_opsetid("", int(opset))]
@@ -206,5 +207,7 @@ def exact_graph(setup: Setup, with_budget, with_used=True):
         if with_used:
             with g.scope("touch/features_used", root=True):
                 used = g.op("Less", feat_slots, h_col)
-    stage = routing.stage(h, h_col, mask)
-    return routing.scores(stage, h_col if mask is None else None), cost, stage, used
+    shift = 0 if costs.lazy(mask, with_budget) else costs.h_shift
+    pick = costs.h_index if costs.h_index is not None else h_col
+    stage = routing.stage(h, h_col, mask, shift)
+    return routing.scores(stage, pick if mask is None else None, shift), cost, stage, used

@@ -41,6 +41,10 @@ class Costs(Part):
         self.routes = routes
         self._start = None      # [rows, T] leaf starts, set by ``on_rows`` for a subset of rows
         self.h_col = None       # [N, 1] halting slots, when ``halt`` has them in that shape too
+        # ``_pay_sorted``: halting slots minus this (slots - never, <= 0),
+        # and their int64 [N, 1] form for lookups (negative indices)
+        self.h_shift = 0
+        self.h_index = None
 
     # -- touch: the slot of each unit's first touch -------------------------
     def first_touches(self, flat=False):
@@ -193,6 +197,8 @@ class Costs(Part):
         no path has it."""
         g = self.g
         if self.values.first_slots is not None:       # voted by the tree operator (``first_slot_votes``)
+            if self.sorted_halt():
+                return self.values.ensemble()["first_slots"]      # slot - never, float32 (``_pay_sorted``)
             with g.scope("first_tree"):
                 y = g.op("Add", self.values.ensemble()["first_slots"], g.const(np.float32(self.never)))
                 return g.cast(y, I64)
@@ -367,6 +373,11 @@ class Costs(Part):
         if not pairwise:     # _pay_pairwise needs none
             with g.scope("pay/units", root=True):
                 never = rows_like(g, self.X, self.never, np.int64)
+        if pairwise and slot0 and self.sorted_halt():
+            with g.scope("pay/guarded", root=True):
+                h, cost, self.h_col, self.h_index = self._pay_sorted(feat_slots, costs, budget)
+                self.h_shift = int(self.never)
+                return h, cost
         with g.scope("pay", root=True):
             if not parts:
                 h, cost = never, rows_like(g, self.X, 0.0, np.float64)
@@ -654,6 +665,45 @@ class Costs(Part):
             cost = g.op("ReduceMax", g.where(paid, run, g.const(np.float64(0))), g.const([1, 2], np.int64),
                         keepdims=0)
         return g.squeeze(h, [1, 2]), cost, g.squeeze(h, [2])
+
+    def sorted_halt(self):
+        """Whether ``_pay_sorted`` gives the halt: the tree operator votes
+        the first touches (``first_slot_votes``), the features are the only
+        paid units and cost the same (exact in any order), no feature has a
+        static event, and slot 0 is static (where a negative budget halts)."""
+        (groups, feats, trees, svs), costs = self._paid_units()
+        L = self.layout
+        return bool(self.values.first_slots is not None and not (groups.size or trees.size or svs.size)
+                    and feats.size == self.F and np.all(costs == costs[0]) and exact_in_any_order(costs)
+                    and np.all(self._static_features() >= self.never)
+                    and self.static(np.arange(L.n_features + L.n_trees + L.n_sv)).min() == 0)
+
+    def _pay_sorted(self, shifted, costs, budget):
+        """(h [N] int64, cost [N], h [N, 1] float32, h [N, 1] int64), halting
+        slots minus 'never' (<= 0; ``h_shift``): the pairwise halt for
+        costs all equal, c, over [N, F + 1] instead of [N, F, F].  The
+        tree operator's votes ``shifted`` (first touch - never, 0 where
+        none) sorted ascending put the touched features in acquisition
+        order (distinct slots: one feature per place), a free unit at slot
+        0 first and the untouched ones last; the j-th unit's running cost
+        is then j c, a constant row: the row halts at the first sorted slot
+        whose running cost exceeds the budget (a negative budget: the free
+        unit's, slot 0), and its cost is the largest running cost before
+        that slot (0 if none).  TopK never sees an empty batch: a row of
+        zeros follows the rows (``Pad``, with the free unit's column) and
+        is sliced off after the sort, so the graph needs no padding row."""
+        g, F = self.g, self.F
+        never = np.float32(self.never)
+        s = g.op("Pad", shifted, g.const(np.array([0, 1, 1, 0], np.int64)), g.const(-never))       # [N + 1, F + 1]
+        srt, _ = g.op("TopK", s, g.const([F + 1], np.int64), axis=1, largest=0, sorted=1, n_out=2)
+        srt = g.slice(srt, 0, -1, 0)                                                            # [N, F + 1]
+        run = g.const(np.cumsum(np.r_[0.0, costs]).astype(np.float64)[None])                   # [1, F + 1]
+        over = g.op("Greater", run, g.unsqueeze(budget, [1]))
+        h = g.op("ReduceMin", g.where(over, srt, g.const(np.float32(0))), g.const([1], np.int64), keepdims=1)
+        paid = g.op("Less", srt, h)
+        cost = g.op("ReduceMax", g.where(paid, run, g.const(np.float64(0))), g.const([1], np.int64), keepdims=0)
+        index = g.cast(h, I64)
+        return g.squeeze(index, [1]), cost, h, index
 
     def _pay_in_order(self, slots, costs, budget, never):
         """Sort a row's paid units by slot, add their costs in that order

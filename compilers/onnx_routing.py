@@ -125,14 +125,17 @@ class Routing(Part):
             ends = g.cast(g.gather(mask, [int(r[-1]) for r in routes], 1), TensorProto.INT32)
             return routes, g.op("ArgMax", ends, axis=1, keepdims=0)
 
-    def stage(self, h, h_col, mask):
+    def stage(self, h, h_col, mask, shift=0):
         """[N] int64: the last checkpoint completed before the halting slot
-        ``h`` ([N], and ``h_col`` [N, 1]): the furthest along the route."""
+        ``h`` ([N], and ``h_col`` [N, 1]): the furthest along the route.
+        ``shift``: h holds slot - shift (one route only)."""
         g, t, sched = self.g, self.t, self.sched
         with g.scope("route/stage", root=True):
             if mask is None:
                 # one route, checkpoints in slot order: look the count up by slot
-                return g.op("Gather", g.const(self._done_by() - 1), h)
+                return g.op("Gather", g.const(self._by_slot(self._done_by() - 1, shift)), h)
+            if shift:
+                raise ValueError("shifted halting slots need one route")
             done = g.op("And", g.op("GreaterOrEqual", h_col, g.const(sched.cp_end[None])),
                         g.gather(mask, sched.cp_region, 1))
             if t.top_kind == KIND_CTREE:
@@ -145,17 +148,29 @@ class Routing(Part):
             n_done = g.op("ReduceSum", g.cast(done, I64), g.const([1], np.int64), keepdims=0)
             return g.op("Sub", n_done, g.const(np.int64(1)))
 
-    def scores(self, stage, h_col=None):
+    def _by_slot(self, table, shift):
+        """``table`` [slots + 1] read at slot - ``shift`` (<= 0 when shift is
+        'never'): Gather takes a negative index from the end, so the
+        table rolled by one puts slot s at s - never + never + 1."""
+        if not shift:
+            return table
+        if shift != self.never:
+            raise ValueError("halting slots are shifted by 'never' or not at all")
+        return np.roll(table, 1)
+
+    def scores(self, stage, h_col=None, shift=0):
         """[N, K] float32: the value of the stage each row completed (the
-        prior before any).  ``h_col``: the halting slots [N, 1] of one route,
-        when a [N, 1] step is what ``pick_steps`` reads (a node of
-        ``rows_2d``): the step is then looked up by slot, as ``stage``
-        looks the stage up, plus one (2 ops fewer than Add and Unsqueeze)."""
+        prior before any).  ``h_col``: the halting slots [N, 1] of one route
+        (minus ``shift``), when a [N, 1] step is what ``pick_steps`` reads (a
+        node of ``rows_2d``): the step is then looked up by slot, as
+        ``stage`` looks the stage up, plus one (2 ops fewer than Add and
+        Unsqueeze)."""
         g, t = self.g, self.t
         vals = self.values.checkpoint_values()
         with g.scope("route/scores", root=True):
             if h_col is not None and t.top_kind == KIND_TREES and t.top in self.values.rows_2d:
-                return g.op("GatherElements", vals, g.op("Gather", g.const(self._done_by()), h_col), axis=1)
+                return g.op("GatherElements", vals, g.op("Gather", g.const(self._by_slot(self._done_by(), shift)),
+                                                          h_col), axis=1)
             return self.values.pick_steps(vals, g.op("Add", stage, g.const(np.int64(1))))
 
     def _done_by(self):

@@ -503,7 +503,7 @@ def test_ort_format_for_mobile_runs_exact(tmp_path):
         assert rep.ok, (name, rep.table())
 
 
-def _binary_trees(leaf):
+def _binary_trees(leaf, costs=(1.0, 2.0, 3.0)):
     """Three depth-2 trees over 3 features whose leaves are +-leaf and
     +-leaf / 10: scores from -3 leaf to 3 leaf, plus the bias 0.5 (float32 bank)."""
     trees = [dict(feature=np.array([f, (f + 1) % 3, (f + 2) % 3, -1, -1, -1, -1]),
@@ -512,7 +512,7 @@ def _binary_trees(leaf):
                   value=np.array([0, 0, 0, -leaf, -leaf / 10, leaf / 10, leaf], np.float32),
                   missing_left=np.array([True, False, True, False, False, False, False])) for f in range(3)]
     bank = ir.concat_trees(trees, base_score=0.5)
-    return ir.model(ir.features_from_costs(np.array([1.0, 2.0, 3.0])), [bank], 0, task=ir.binary_task())
+    return ir.model(ir.features_from_costs(np.array(costs)), [bank], 0, task=ir.binary_task())
 
 
 @pytest.mark.parametrize("leaf", [1.0, 26.0, 27.0, 40.0, 2e38])
@@ -558,3 +558,31 @@ def test_latency_graph_takes_first_touches_from_the_tree_operator(name):
         assert (agg == {b"MIN"}) == voted and searched == (not voted)
         rep = verify(m, runtimes=[OnnxRuntime(proto)])
         assert rep.ok, (target, rep.table())
+
+
+@pytest.mark.parametrize("cost", [1.0, 0.25, 3.0])
+def test_latency_graph_sorts_equal_costs_instead_of_comparing_pairs(cost):
+    """Equal feature costs, first touches voted by the tree operator: the
+    halt sorts the row's first touches (TopK over [rows, features + 1],
+    its batch kept non-empty by its own zero row, no padding row in the
+    graph) instead of the [rows, units, units] comparisons.  Exact against
+    the reference on adversarial rows, budgets at and around each row's
+    cost, negative, zero and +inf, on zero rows and one."""
+    m = _binary_trees(1.0, costs=(cost,) * 3)
+    proto = compile_onnx(m, batch_hint=1)
+    names = [n.name for n in proto.graph.node]
+    assert any(n.startswith("pay/guarded/TopK") for n in names) and not any("pairwise" in n for n in names)
+    assert [i.name for i in proto.graph.input] == ["X", "budget"] and "in/" not in "".join(names)   # no padding row
+    rt = OnnxRuntime(proto)
+    rep = verify(m, runtimes=[rt])
+    assert rep.ok, rep.table()
+    X = adversarial_rows(m)
+    ref_cost = predict(m, X).cost
+    for budget in (ref_cost, ref_cost - cost / 2, np.full(len(X), -1.0), np.zeros(len(X)), np.full(len(X), np.inf)):
+        got, ref = rt.predict(X, budget=budget), predict(m, X, budget=budget)
+        for field in ("scores", "cost", "stage", "features_used", "proba"):
+            np.testing.assert_array_equal(getattr(got, field), getattr(ref, field), err_msg=field)
+    for rows in (X[:0], X[:1]):
+        got, ref = rt.predict(rows, budget=np.zeros(len(rows))), predict(m, rows, budget=np.zeros(len(rows)))
+        np.testing.assert_array_equal(got.stage, ref.stage)
+        np.testing.assert_array_equal(got.cost, ref.cost)
