@@ -527,7 +527,35 @@ def headline(rows):
                              f", cost {m['cost']:.1f}); skinflint / LightGBM cost = {s['cost'] / lg['cost']:.3f}")
     else:
         lines.append(f"no LightGBM model is within 0.01 of NDCG@5 {ref['ndcg5']:.4f}")
+    lines += frontier_ratios(ok, [r for r in rows if r["family"].startswith("LightGBM")])
     return "\n".join(lines)
+
+
+def pareto(rows):
+    """The rows no other row beats on both cost and NDCG@5, by cost."""
+    out = []
+    for r in sorted(rows, key=lambda r: (r["cost"], -r["ndcg5"])):
+        if not out or r["ndcg5"] > out[-1]["ndcg5"]:
+            out.append(r)
+    return out
+
+
+def frontier_ratios(ours, theirs):
+    """At equal NDCG@5 along the frontiers: for each of ``ours``' Pareto points, ``theirs``' cost at that NDCG@5,
+    interpolated linearly in log cost between the two Pareto points of ``theirs`` that bracket it (none where
+    none do), and the cost ratio.  Two points 0.0001 NDCG@5 apart on either side of a bar are not compared."""
+    front = pareto(theirs)
+    lines = []
+    for r in pareto(ours):
+        for a, b in zip(front, front[1:], strict=False):
+            if a["ndcg5"] <= r["ndcg5"] <= b["ndcg5"]:
+                t = (r["ndcg5"] - a["ndcg5"]) / (b["ndcg5"] - a["ndcg5"])
+                c = math.exp(math.log(a["cost"]) + t * (math.log(b["cost"]) - math.log(a["cost"])))
+                lines.append(f"  frontier at NDCG@5 {r['ndcg5']:.4f}: {r['method']} {r['cost']:.1f}, LightGBM "
+                             f"{c:.1f} (between {a['method']} and {b['method']}): ratio {r['cost'] / c:.3f}")
+                break
+    return (["at equal NDCG@5 along the frontiers (LightGBM's cost interpolated in log cost):"] + lines) if lines \
+        else []
 
 
 def table(rows):

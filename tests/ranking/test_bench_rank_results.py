@@ -70,3 +70,14 @@ def test_from_results_prints_the_headline(bench, tmp_path, capsys):
     assert "at NDCG@5 >= 0.8950" not in out
     assert ("at NDCG@5 >= 0.8930: skinflint's cheapest is Greedy Miser LambdaMART (lambda=1e-05) (0.8950, cost "
             "200.0); skinflint / LightGBM cost = 0.500") in out
+
+
+def test_frontier_ratio_interpolates_in_log_cost(bench):
+    theirs = [_row("L1", "LightGBM CEGB lazy", 0.90, 100.0), _row("L2", "LightGBM CEGB lazy", 0.92, 400.0),
+              _row("L3", "LightGBM CEGB lazy", 0.89, 500.0)]                    # L3: dominated, off the frontier
+    assert [r["method"] for r in bench.pareto(theirs)] == ["L1", "L2"]
+    ours = [_row("a", "x", 0.91, 100.0), _row("b", "x", 0.95, 300.0)]       # b: no LightGBM point brackets it
+    lines = bench.frontier_ratios(ours, theirs)
+    # halfway in NDCG@5 between 100 and 400: sqrt(100 * 400) = 200 in log cost; ours costs 100 there
+    assert len(lines) == 2 and "LightGBM 200.0" in lines[1] and lines[1].endswith("ratio 0.500")
+    assert bench.frontier_ratios([ours[1]], theirs) == []
