@@ -71,6 +71,7 @@ EE_GRID = (0.0, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0)
 CASCADE_TOLERANCES = (0.0, 0.005, 0.01, 0.02, 0.05)   # validation NDCG@5 a ranking cascade may give up
 CASCADE_GM_LAMBDA = 2e-5      # the Greedy Miser bank the "cascade" part cuts (the tiny set's best LambdaMART lambda)
 CEGB_GRID = (1e-5, 3e-5, 1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 0.1, 0.3)
+OBJECTIVES = ("lambdarank", "squared")     # the rankers' objectives run (--objectives)
 CEGB_GRIDS = {}     # per kind ("lazy", "coupled"), where it differs from CEGB_GRID (--cegb-lazy, --cegb-coupled)
 
 
@@ -171,6 +172,8 @@ def run_rankers(tr, va, te, costs, tree, rows, only):
     common = dict(feature_costs=costs, tree_eval_cost=1.0, verbose=0, random_state=0, n_iter_no_change=50, **tree)
     ev = (va.X, va.y, va.qid)
     for objective, tag in (("lambdarank", "LambdaMART"), ("squared", "pointwise")):
+        if objective not in OBJECTIVES:
+            continue
         for lam in (0.0,) + (GM_GRID if "greedy-miser" in only else ()):
             if lam == 0.0 and "gbrt" not in only:
                 continue
@@ -629,6 +632,8 @@ def main(argv=None):
                     help="comma-separated parts to run")
     ap.add_argument("--gm-grid", help="comma-separated Greedy Miser lambdas (default: the module's GM_GRID)")
     ap.add_argument("--cegb-grid", help="comma-separated CEGB tradeoffs (default: the module's CEGB_GRID)")
+    ap.add_argument("--objectives", default="lambdarank,squared",
+                    help="the GBRT / Greedy Miser objectives to run: lambdarank (LambdaMART), squared (pointwise)")
     ap.add_argument("--cegb-lazy", help="comma-separated tradeoffs for CEGB lazy only (default: --cegb-grid)")
     ap.add_argument("--cegb-coupled", help="comma-separated tradeoffs for CEGB coupled only (default: --cegb-grid)")
     ap.add_argument("--baseline-points", type=int,
@@ -662,7 +667,8 @@ def main(argv=None):
     if args.from_results:
         report(Rows(args.from_results, resume=True), args.plot)
         return
-    global GM_GRID, CEGB_GRID
+    global GM_GRID, CEGB_GRID, OBJECTIVES
+    OBJECTIVES = tuple(args.objectives.split(","))
     if args.gm_grid:
         GM_GRID = tuple(float(v) for v in args.gm_grid.split(","))
     if args.cegb_grid:
