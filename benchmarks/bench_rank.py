@@ -11,7 +11,7 @@ LambdaMART Greedy Miser against LightGBM with the same trees (rounds, depth, lea
 
     python benchmarks/bench_rank.py                                 # tiny synthetic set (~15 min on 2 cores)
     python benchmarks/bench_rank.py --size small                    # 1,000 queries x 136 features (see docs)
-    python benchmarks/bench_rank.py --size yahoo                    # ~470k documents x 519 features (~12 CPU-h)
+    python benchmarks/bench_rank.py --size yahoo                    # ~470k documents x 519 features (~10 CPU-h)
     python benchmarks/bench_rank.py --size yahoo --rounds 100 --threads 1 --only gbrt,greedy-miser,lightgbm,cegb \
         --gm-grid 1e-5,3e-5 --cegb-lazy 1e-5,1e-4 --cegb-coupled 0.03,0.1 --results yahoo100.jsonl  # the boosters
     python benchmarks/bench_rank.py --plot docs/img/ranking_tiny.png
