@@ -368,16 +368,21 @@ class Costs(Part):
         # a negative budget halts at the very first unit, even a free one
         first_static = self.static(np.arange(L.n_features + L.n_trees + L.n_sv)).min(1, keepdims=True)
         slot0 = mask is None and self.routes is None and first_static[0, 0] == 0
+        if self.sorted_halt():
+            # first_touches gave the tree operator's float32 votes, which only
+            # _pay_sorted reads: it sorts [rows, features + 1], so it takes
+            # any number of features (the pairwise limit is not its own)
+            if budget is None or not slot0 or in_order or not parts:
+                raise AssertionError("sorted halt without a budget, a static slot 0 or paid features")
+            with g.scope("pay/guarded", root=True):
+                h, cost, self.h_col, self.h_index = self._pay_sorted(feat_slots, costs, budget)
+                self.h_shift = int(self.never)
+                return h, cost
         pairwise = (self.small and budget is not None and costs.size <= PAIRWISE_UNITS and parts
                     and exact_in_any_order(costs) and not in_order)
         if not pairwise:     # _pay_pairwise needs none
             with g.scope("pay/units", root=True):
                 never = rows_like(g, self.X, self.never, np.int64)
-        if pairwise and slot0 and self.sorted_halt():
-            with g.scope("pay/guarded", root=True):
-                h, cost, self.h_col, self.h_index = self._pay_sorted(feat_slots, costs, budget)
-                self.h_shift = int(self.never)
-                return h, cost
         with g.scope("pay", root=True):
             if not parts:
                 h, cost = never, rows_like(g, self.X, 0.0, np.float64)
@@ -689,8 +694,9 @@ class Costs(Part):
         is then j c, a constant row: the row halts at the first sorted slot
         whose running cost exceeds the budget (a negative budget: the free
         unit's, slot 0), and its cost is the largest running cost before
-        that slot (0 if none).  TopK never sees an empty batch: a row of
-        zeros follows the rows (``Pad``, with the free unit's column) and
+        that slot (0 if none).  TopK never sees an empty batch: one extra
+        row filled with -never follows the rows (``Pad``, with the free
+        unit's column; any value would do, its sort is thrown away) and
         is sliced off after the sort, so the graph needs no padding row."""
         g, F = self.g, self.F
         never = np.float32(self.never)

@@ -515,6 +515,42 @@ def _binary_trees(leaf, costs=(1.0, 2.0, 3.0)):
     return ir.model(ir.features_from_costs(np.array(costs)), [bank], 0, task=ir.binary_task())
 
 
+def _stump_pairs(n_features, cost):
+    """One depth-2 tree per feature f (splits on f, then on f + 1), every
+    feature at ``cost``: each feature is a paid unit that some row reaches."""
+    F = n_features
+    trees = [dict(feature=np.array([f, (f + 1) % F, (f + 1) % F, -1, -1, -1, -1]),
+                  threshold=np.array([0.0, -0.5, 0.5, 0, 0, 0, 0], np.float32),
+                  left=np.array([1, 3, 5, -1, -1, -1, -1]), right=np.array([2, 4, 6, -1, -1, -1, -1]),
+                  value=np.array([0, 0, 0, -0.3, -0.1, 0.1, 0.3], np.float32),
+                  missing_left=np.array([True, False, True, False, False, False, False])) for f in range(F)]
+    bank = ir.concat_trees(trees, base_score=0.5)
+    return ir.model(ir.features_from_costs(np.full(F, cost)), [bank], 0, task=ir.binary_task())
+
+
+@pytest.mark.parametrize("n_features", [64, 65, 70])
+def test_latency_graph_sorted_halt_past_the_pairwise_limit(n_features):
+    """The sorted halt is not bounded by the pairwise search's 64 units:
+    with equal costs and more than 64 features, the tree operator's voted
+    first touches (float32) go to the TopK halt, not to the int64 pairwise
+    or general halt (65 features failed to compile when the two choices
+    disagreed).  Exact against the reference under halting budgets."""
+    m = _stump_pairs(n_features, 2.0)
+    proto = compile_onnx(m, batch_hint=1)
+    assert any(n.name.startswith("pay/guarded/TopK") for n in proto.graph.node)
+    rt = OnnxRuntime(proto)
+    rep = verify(m, runtimes=[rt])
+    assert rep.ok, rep.table()
+    noise = np.random.default_rng(1).normal(size=(300, n_features)).astype(np.float32)
+    X = np.concatenate([adversarial_rows(m), noise])
+    full = predict(m, X).cost
+    for budget in (full, full / 2, full - 1.0, np.zeros(len(X)), np.full(len(X), -1.0)):
+        got, ref = rt.predict(X, budget=budget), predict(m, X, budget=budget)
+        for field in ("scores", "cost", "stage", "features_used", "proba"):
+            np.testing.assert_array_equal(getattr(got, field), getattr(ref, field), err_msg=field)
+    assert (predict(m, X, budget=full / 2).stage < predict(m, X).stage).any()   # some rows halt
+
+
 @pytest.mark.parametrize("leaf", [1.0, 26.0, 27.0, 40.0, 2e38])
 def test_latency_graph_drops_nan_work_only_where_scores_cannot_be_nan(leaf):
     """The latency schedule bounds |score| by the tree bank's leaves: scores
@@ -564,7 +600,7 @@ def test_latency_graph_takes_first_touches_from_the_tree_operator(name):
 def test_latency_graph_sorts_equal_costs_instead_of_comparing_pairs(cost):
     """Equal feature costs, first touches voted by the tree operator: the
     halt sorts the row's first touches (TopK over [rows, features + 1],
-    its batch kept non-empty by its own zero row, no padding row in the
+    its batch kept non-empty by its own extra row, no padding row in the
     graph) instead of the [rows, units, units] comparisons.  Exact against
     the reference on adversarial rows, budgets at and around each row's
     cost, negative, zero and +inf, on zero rows and one."""
