@@ -20,6 +20,7 @@ from .histogram import (
     new_flat_level,
     new_level,
     node_sums,
+    row_major,
     subtract_flat_level,
     subtract_level,
 )
@@ -100,7 +101,7 @@ def grow(binned, n_bins, rows, g, h, *, max_depth, min_samples_leaf, l2, penalty
             return new_level(n, F, workspace, key, width)
 
         def build(starts, stops, slots, out):
-            build_level(binned, order, starts, stops, slots, g, h, active, hot, *out)
+            build_level(binned, order, starts, stops, slots, g, h, active, hot, *out, rowmajor)
 
         def subtract(parents, out, smalls, bigs):
             subtract_level(*hist, parents, *out, smalls, bigs)  # type: ignore[call-arg]  # numba's stubs cannot count *-args
@@ -144,15 +145,16 @@ def grow(binned, n_bins, rows, g, h, *, max_depth, min_samples_leaf, l2, penalty
         return tree
     frontier = [(0, 0, order.shape[0])]
     hist = level(1, 0)
-    hot = None
+    hot = rowmajor = None
     if binned.dtype == np.uint8:   # per binned array, once per fit when the caller keeps a workspace
         cached = None if workspace is None else workspace.get("hot")
         if cached is not None and cached[0] is binned:
-            hot = cached[1]
+            hot, rowmajor = cached[1], cached[2]
         else:
             hot = hot_bins(binned)
-            if workspace is not None:
-                workspace["hot"] = (binned, hot)
+            if workspace is not None:   # a row-major copy for deep nodes, when the bins outgrow the cache
+                rowmajor = row_major(binned)
+                workspace["hot"] = (binned, hot, rowmajor)
     first = np.zeros(1, np.int64)
     build(first, np.array([order.shape[0]], np.int64), first, hist)
     for depth in range(max_depth):

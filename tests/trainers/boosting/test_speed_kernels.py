@@ -135,12 +135,16 @@ def _row_order_histograms(binned, rows, g, h, active, width):
     return hg, hh, hc
 
 
+@pytest.mark.parametrize("row_wise", [False, True])
 @pytest.mark.parametrize("unit", [False, True])
-def test_vector_histograms_are_the_row_order_sums(unit):
+def test_vector_histograms_are_the_row_order_sums(unit, row_wise, monkeypatch):
     # build_level adds (g, h, 1, 0) as one vector per row (simd.add4), with a hot bin's sums in registers;
     # every slot must hold the bits of the scalar sum in row order: the root over all rows (read in order),
-    # a gathered node, a hot bin, missing values, an inactive feature, unit hessians (sum h = count), -0.0
+    # a gathered node, a hot bin, missing values, an inactive feature, unit hessians (sum h = count), -0.0;
+    # ``row_wise``: the gathered node (1000 of 3001 rows) is added row by row from a row-major copy
+    from skinflint.trainers.boosting import histogram
     from skinflint.trainers.boosting.histogram import build_level, hot_bins, new_level
+    monkeypatch.setattr(histogram, "_ROW_WISE_SHARE", 2)    # nodes below 1501 rows row-wise
     rng = np.random.default_rng(5)
     F, N = 6, 3001
     binned = rng.integers(0, 40, size=(F, N)).astype(np.uint8)
@@ -158,7 +162,8 @@ def test_vector_histograms_are_the_row_order_sums(unit):
     hot = hot_bins(binned)
     assert hot[1] == 3 and hot[5] == 0
     hist = new_level(2, F)
-    build_level(binned, order, starts, stops, slots, g, h, active, hot, *hist)
+    build_level(binned, order, starts, stops, slots, g, h, active, hot, *hist,
+                np.ascontiguousarray(binned.T) if row_wise else None)
     for slot, rows in ((0, np.arange(N)), (1, sub)):
         for got, want in zip((a[slot] for a in hist), _row_order_histograms(binned, rows, g, h, active, 256)):
             assert got.dtype == want.dtype or got.dtype == np.int32
