@@ -73,6 +73,7 @@ F32, F64 = TensorProto.FLOAT, TensorProto.DOUBLE
 # ops that must not see an empty batch (TopK dies with SIGFPE on onnxruntime
 # 1.16-1.30) or that take subsets of rows, which the padding row keeps non-empty
 NEEDS_PADDING = {"TopK", "NonZero", "GatherND", "ScatterND", "Scan"}
+ROW_SAFE = ("pay/guarded/", "route/stage/GatherND")    # node names whose empty batches are safe
 
 
 def compile_onnx(model, *, target=DEFAULT_TARGET, opset=None, mode="exact", budget=True, features_used=True,
@@ -134,8 +135,10 @@ def compile_onnx(model, *, target=DEFAULT_TARGET, opset=None, mode="exact", budg
     # the latency schedule pads no row when none of its ops needs one (no
     # subset of rows, no sort): 8 ops fewer (the two Concats, the Slices)
     g, inputs, outputs = build(pad=not (small and mode == "exact"))
-    # ops under pay/guarded keep their own batch non-empty (Costs._pay_sorted)
-    if {n.op_type for n in g.nodes if not n.name.startswith("pay/guarded/")} & NEEDS_PADDING:
+    # ops under pay/guarded keep their own batch non-empty (Costs._pay_sorted);
+    # the stage's GatherND (Routing.stage) reads a rank-1 table by [N, 1]
+    # indices, which an empty batch leaves empty (1.16.3 and 1.32.0, tested)
+    if {n.op_type for n in g.nodes if not n.name.startswith(ROW_SAFE)} & NEEDS_PADDING:
         g, inputs, outputs = build(pad=True)
     graph = helper.make_graph(g.nodes, "skinflint", inputs, outputs, g.inits)
     opsets = [helper.make_opsetid("", int(opset))]
@@ -203,11 +206,11 @@ def exact_graph(setup: Setup, with_budget, with_used=True):
         if h_col is None:
             with g.scope("pay/halt", root=True):
                 h_col = g.unsqueeze(h, [1])
-        used = None
-        if with_used:
+        used = costs.used if with_used else None
+        if with_used and used is None:
             with g.scope("touch/features_used", root=True):
                 used = g.op("Less", feat_slots, h_col)
     shift = 0 if costs.lazy(mask, with_budget) else costs.h_shift
     pick = costs.h_index if costs.h_index is not None else h_col
-    stage = routing.stage(h, h_col, mask, shift)
+    stage = routing.stage(h, h_col, mask, shift, h_index=costs.h_index)
     return routing.scores(stage, pick if mask is None else None, shift), cost, stage, used

@@ -45,6 +45,7 @@ class Costs(Part):
         # and their int64 [N, 1] form for lookups (negative indices)
         self.h_shift = 0
         self.h_index = None
+        self.used = None        # features_used [N, F], when the halt computed it (_pay_sorted)
 
     # -- touch: the slot of each unit's first touch -------------------------
     def first_touches(self, flat=False):
@@ -684,7 +685,7 @@ class Costs(Part):
                     and self.static(np.arange(L.n_features + L.n_trees + L.n_sv)).min() == 0)
 
     def _pay_sorted(self, shifted, costs, budget):
-        """(h [N] int64, cost [N], h [N, 1] float32, h [N, 1] int64), halting
+        """(None, cost [N], h [N, 1] float32, h [N, 1] int64), halting
         slots minus 'never' (<= 0; ``h_shift``): the pairwise halt for
         costs all equal, c, over [N, F + 1] instead of [N, F, F].  The
         tree operator's votes ``shifted`` (first touch - never, 0 where
@@ -706,10 +707,19 @@ class Costs(Part):
         run = g.const(np.cumsum(np.r_[0.0, costs]).astype(np.float64)[None])                   # [1, F + 1]
         over = g.op("Greater", run, g.unsqueeze(budget, [1]))
         h = g.op("ReduceMin", g.where(over, srt, g.const(np.float32(0))), g.const([1], np.int64), keepdims=1)
-        paid = g.op("Less", srt, h)
-        cost = g.op("ReduceMax", g.where(paid, run, g.const(np.float64(0))), g.const([1], np.int64), keepdims=0)
         index = g.cast(h, I64)
-        return g.squeeze(index, [1]), cost, h, index
+        if np.all(costs == 1.0):
+            # unit costs: the cost is the number of features touched before
+            # h (exact in float64), counted on features_used itself (the
+            # touch Less, ``self.used``), one op fewer than the running
+            # costs' Less, Where, ReduceMax
+            self.used = g.op("Less", shifted, h)
+            cost = g.op("ReduceSum", g.cast(self.used, F64), g.const([1], np.int64), keepdims=0)
+        else:
+            paid = g.op("Less", srt, h)
+            cost = g.op("ReduceMax", g.where(paid, run, g.const(np.float64(0))), g.const([1], np.int64), keepdims=0)
+        # no [N] halt: the stage is looked up by GatherND from [N, 1] (Routing.stage)
+        return None, cost, h, index
 
     def _pay_in_order(self, slots, costs, budget, never):
         """Sort a row's paid units by slot, add their costs in that order

@@ -245,7 +245,12 @@ def _logistic_scales():
 _LOGISTIC_PLAIN = np.float32(80)
 
 
-def logistic(g: Graph, s, bound=np.inf):
+def logistic_plain(bound):
+    """Whether scores bounded by ``bound`` take logistic's plain path (no clamps)."""
+    return float(bound) < float(_LOGISTIC_PLAIN)
+
+
+def logistic(g: Graph, s, bound=np.inf, numerator=None):
     """1 / (1 + expf(-s)) as the reference computes it, bit for bit, for
     every s but NaN, where it gives 1 (the caller writes NaN where s is
     NaN, from the scores' own IsNaN).  expf(-s) is expf above, op for op,
@@ -262,14 +267,20 @@ def logistic(g: Graph, s, bound=np.inf):
 
     ``bound``: a bound on |s| (no NaN).  Below ``_LOGISTIC_PLAIN`` no clamp
     changes any s and every n has C = 1: 1 / (1 + p B) without the clamps'
-    4 ops and the numerator's lookup (26 ops)."""
+    4 ops and the numerator's lookup, 2^n by Pow (25 ops).  ``numerator`` (plain path
+    only): the Div's numerator instead of 1 (e.g. [[1, -1]] for [p, -p]:
+    float32 division rounds symmetrically)."""
     c_n, b_n, _ = _logistic_scales()
-    if float(bound) < float(_LOGISTIC_PLAIN):
+    if logistic_plain(bound):
         fn = _floor_n(g, s)
         p = _exp_polynomial(g, s, fn)
         one = g.const(np.float32(1))
-        b = g.op("Gather", g.const(b_n), g.cast(fn, TensorProto.INT32))
-        return g.op("Div", one, g.op("Add", one, g.op("Mul", p, b)))
+        # B = 2^n (|n| <= 116 here) by Pow: one op, not Cast and Gather;
+        # exact wherever pow is for a power of two (1.16.3, 1.32.0 tested)
+        b = g.op("Pow", g.const(np.float32(2)), fn)
+        return g.op("Div", one if numerator is None else g.const(numerator), g.op("Add", one, g.op("Mul", p, b)))
+    if numerator is not None:
+        raise ValueError("logistic: a numerator only on the plain path (scores bounded below 80)")
     sc = g.where(g.op("GreaterOrEqual", s, g.const(-NUM.EXP_HI)),                 # false for NaN
                  g.where(g.op("LessOrEqual", s, g.const(-NUM.EXP_LO)), s, g.const(-_LOGISTIC_CLAMP_LO)),
                  g.const(-_LOGISTIC_CLAMP_HI))                                      # sc = -x

@@ -9,7 +9,7 @@ import json
 import numpy as np
 from onnx import TensorProto, helper
 
-from .onnx_graph import Graph, canonical_nan, canonical_nan_value, first_argmax, logistic, softmax
+from .onnx_graph import Graph, canonical_nan, canonical_nan_value, first_argmax, logistic, logistic_plain, softmax
 
 F32, F64, I64, BOOL = TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.INT64, TensorProto.BOOL
 
@@ -54,16 +54,31 @@ def _outputs(g: Graph, model, scores, extra, padded=True, bound=np.inf):
         is_int = all(isinstance(c, (int, np.integer)) and not isinstance(c, bool) for c in classes)
         if task.kind == "binary":
             # a binary task's scores are one column: [N, 1] is column 0
-            s0 = g.squeeze(scores if K == 1 else g.gather(scores, [0], 1), [1])
-            idx = g.cast(g.op("Greater", s0, g.const((np.float64 if wide else np.float32)(0))), I64)
+            lean = K == 1 and np.isfinite(bound)
+            zero = (np.float64 if wide else np.float32)(0)
+            if lean:
+                # no NaN score (the latency graph): s > 0 is the first
+                # ArgMax of [0, s] (ties give index 0, as s = 0 and s = -0
+                # give false), one op fewer than Squeeze, Greater, Cast
+                idx = g.op("ArgMax", g.op("Pad", scores, g.const(np.array([0, 1, 0, 0], np.int64)), g.const(zero)),
+                           axis=1, keepdims=0)
+            else:
+                s0 = g.squeeze(scores if K == 1 else g.gather(scores, [0], 1), [1])
+                idx = g.cast(g.op("Greater", s0, g.const(zero)), I64)
             proba = None
             if task.transform == "logistic":
                 with g.scope("proba"):
                     # logistic gives 1 for a NaN score; the scores' NaN mask
                     # writes the canonical NaN there, in both columns (a
                     # probability is NaN exactly where its score is)
-                    p = logistic(g, s32 if K == 1 else g.gather(s32, [0], 1), bound)
-                    proba = g.concat([g.op("Sub", g.const(np.float32(1)), p), p], 1)
+                    if lean and logistic_plain(bound):
+                        # [1, 0] - [p, -p] (-p is 1 / (1 + e) with numerator -1,
+                        # the same rounding negated; 0 - -p is p): no Concat
+                        pm = logistic(g, s32, bound, numerator=np.array([[1, -1]], np.float32))
+                        proba = g.op("Sub", g.const(np.array([[1, 0]], np.float32)), pm)
+                    else:
+                        p = logistic(g, s32 if K == 1 else g.gather(s32, [0], 1), bound)
+                        proba = g.concat([g.op("Sub", g.const(np.float32(1)), p), p], 1)
                     if nan is not None:
                         proba = g.where(nan if K == 1 else g.gather(nan, [0], 1), g.const(canonical_nan_value()),
                                         proba)

@@ -125,15 +125,19 @@ class Routing(Part):
             ends = g.cast(g.gather(mask, [int(r[-1]) for r in routes], 1), TensorProto.INT32)
             return routes, g.op("ArgMax", ends, axis=1, keepdims=0)
 
-    def stage(self, h, h_col, mask, shift=0):
+    def stage(self, h, h_col, mask, shift=0, h_index=None):
         """[N] int64: the last checkpoint completed before the halting slot
         ``h`` ([N], and ``h_col`` [N, 1]): the furthest along the route.
+        ``h`` None (one route): read ``h_index``, [N, 1] int64, instead.
         ``shift``: h holds slot - shift (one route only)."""
         g, t, sched = self.g, self.t, self.sched
         with g.scope("route/stage", root=True):
             if mask is None:
                 # one route, checkpoints in slot order: look the count up by slot
-                return g.op("Gather", g.const(self._by_slot(self._done_by() - 1, shift)), h)
+                table = g.const(self._by_slot(self._done_by() - 1, shift))
+                if h is None:   # only [N, 1] int64 slots: GatherND gives [N], no Squeeze
+                    return g.op("GatherND", table, h_index)
+                return g.op("Gather", table, h)
             if shift:
                 raise ValueError("shifted halting slots need one route")
             done = g.op("And", g.op("GreaterOrEqual", h_col, g.const(sched.cp_end[None])),
