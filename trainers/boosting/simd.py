@@ -17,8 +17,10 @@ from numba.extending import intrinsic
 def add4(typingctx, dst, i, src, j):
     """``dst[i, 0:4] += src[j, 0:4]``, elementwise, as one vector add
     (both float64 arrays C-contiguous with 4 columns; no bounds check)."""
+    # the vector load reads 4 adjacent doubles from row i: only a 2-D C-contiguous array has them there
     if not (isinstance(dst, types.Array) and isinstance(src, types.Array)
             and dst.dtype == types.float64 and src.dtype == types.float64
+            and dst.ndim == 2 and src.ndim == 2 and dst.layout == "C" and src.layout == "C"
             and isinstance(i, types.Integer) and isinstance(j, types.Integer)):
         return None
     sig = types.void(dst, i, src, j)

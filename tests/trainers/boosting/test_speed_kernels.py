@@ -169,3 +169,27 @@ def test_vector_histograms_are_the_row_order_sums(unit, row_wise, monkeypatch):
             assert got.dtype == want.dtype or got.dtype == np.int32
             assert np.array_equal(np.asarray(got, want.dtype).view(np.uint8), want.view(np.uint8))
     assert hist[2][0, 0].sum() == N and hist[2][1, 0].sum() == 1000
+
+
+@pytest.mark.parametrize("subsample", [1.0, 0.5])
+def test_row_major_copy_keeps_the_model_bytes_through_a_fit(subsample, monkeypatch):
+    # The row-major copy of the bins (grower's cache, build_level's small nodes) only exists past 64 MB, which no
+    # other test reaches: force it on for every node (threshold 0 bytes, every node below half the rows) and
+    # require the model the column-wise path gives, byte for byte, with NaNs, a hot sparse column and subsampling.
+    from skinflint import ir
+    from skinflint.trainers.boosting import GreedyMiserClassifier, histogram
+    rng = np.random.default_rng(11)
+    X = rng.normal(size=(3000, 7)).astype(np.float32)
+    X[rng.random(X.shape) < 0.05] = np.nan
+    X[rng.random(3000) < 0.8, 3] = 0.0
+    y = (np.nan_to_num(X[:, 0]) + np.nan_to_num(X[:, 3]) * 2 + rng.normal(size=3000) > 0).astype(int)
+
+    def fit():
+        est = GreedyMiserClassifier(n_estimators=15, cost_tradeoff=1e-3, max_depth=7, min_samples_leaf=3,
+                                    subsample=subsample, random_state=0, verbose=0)
+        return ir.to_json(est.fit(X, y).to_ir())
+
+    column_wise = fit()
+    monkeypatch.setattr(histogram, "_ROW_WISE_BYTES", 0)
+    monkeypatch.setattr(histogram, "_ROW_WISE_SHARE", 2)
+    assert fit() == column_wise
