@@ -164,22 +164,118 @@ def tmatmul(A, B):
     return C
 
 
+GRAM_ROWS = 128     # rows per block of gram_upper_add: a block of A (128 x p float64) stays in L2 across its tiles
+
+
 @njit(cache=True)
 def weighted_gram(A, w):
     """A.T diag(w) A: G_jl = sum_i (w_i A_ij) A_il, i ascending; the upper
-    triangle is summed and mirrored, so G is exactly symmetric."""
+    triangle is summed and mirrored, so G is exactly symmetric.  Rows in
+    blocks of ``GRAM_ROWS`` (``gram_upper_add``): the same chains as the
+    plain row loop, which streamed the whole p x p Gram through the cache
+    for every row."""
     n, p = A.shape
     G = np.zeros((p, p))
-    for i in range(n):
-        wi = w[i]
-        for j in range(p):
-            a = wi * A[i, j]
-            for l in range(j, p):
-                G[j, l] += a * A[i, l]
+    for i0 in range(0, n, GRAM_ROWS):
+        gram_upper_add(A, w, G, 0, i0, min(i0 + GRAM_ROWS, n))
     for j in range(p):
         for l in range(j):
             G[j, l] = G[l, j]
     return G
+
+
+@njit(cache=True)
+def gram_upper_add(A, w, G, o, i0, i1):
+    """Rows i0..i1-1 of A' diag(w) A added to the upper triangle of
+    G[o:, o:], each entry continuing its own chain (i ascending): 4 x 4
+    tiles accumulated in registers, single cells at the edges."""
+    T = A.shape[1]
+    j = 0
+    while j + 4 <= T:
+        l = j
+        while l + 4 <= T:
+            _gram_tile(A, w, G, i0, i1, j, l, o)
+            l += 4
+        for r in range(j, j + 4):
+            for c in range(max(l, r), T):
+                _gram_cell(A, w, G, i0, i1, r, c, o)
+        j += 4
+    for r in range(j, T):
+        for c in range(r, T):
+            _gram_cell(A, w, G, i0, i1, r, c, o)
+
+
+@njit(cache=True)
+def _gram_cell(A, w, G, i0, i1, j, l, o):
+    """Rows i0..i1-1 added to G[o + j, o + l] (one chain, i ascending)."""
+    g = G[o + j, o + l]
+    for i in range(i0, i1):
+        g += (w[i] * A[i, j]) * A[i, l]
+    G[o + j, o + l] = g
+
+
+@njit(cache=True)
+def _gram_tile(A, w, G, i0, i1, j, l, o):
+    """Rows i0..i1-1 added to the 4 x 4 block G[o+j:o+j+4, o+l:o+l+4] of
+    A' diag(w) A, each entry its own chain (i ascending), in registers."""
+    g00 = G[o + j, o + l]
+    g01 = G[o + j, o + l + 1]
+    g02 = G[o + j, o + l + 2]
+    g03 = G[o + j, o + l + 3]
+    g10 = G[o + j + 1, o + l]
+    g11 = G[o + j + 1, o + l + 1]
+    g12 = G[o + j + 1, o + l + 2]
+    g13 = G[o + j + 1, o + l + 3]
+    g20 = G[o + j + 2, o + l]
+    g21 = G[o + j + 2, o + l + 1]
+    g22 = G[o + j + 2, o + l + 2]
+    g23 = G[o + j + 2, o + l + 3]
+    g30 = G[o + j + 3, o + l]
+    g31 = G[o + j + 3, o + l + 1]
+    g32 = G[o + j + 3, o + l + 2]
+    g33 = G[o + j + 3, o + l + 3]
+    for i in range(i0, i1):
+        wi = w[i]
+        a0 = wi * A[i, j]
+        a1 = wi * A[i, j + 1]
+        a2 = wi * A[i, j + 2]
+        a3 = wi * A[i, j + 3]
+        x0 = A[i, l]
+        x1 = A[i, l + 1]
+        x2 = A[i, l + 2]
+        x3 = A[i, l + 3]
+        g00 += a0 * x0
+        g01 += a0 * x1
+        g02 += a0 * x2
+        g03 += a0 * x3
+        g10 += a1 * x0
+        g11 += a1 * x1
+        g12 += a1 * x2
+        g13 += a1 * x3
+        g20 += a2 * x0
+        g21 += a2 * x1
+        g22 += a2 * x2
+        g23 += a2 * x3
+        g30 += a3 * x0
+        g31 += a3 * x1
+        g32 += a3 * x2
+        g33 += a3 * x3
+    G[o + j, o + l] = g00
+    G[o + j, o + l + 1] = g01
+    G[o + j, o + l + 2] = g02
+    G[o + j, o + l + 3] = g03
+    G[o + j + 1, o + l] = g10
+    G[o + j + 1, o + l + 1] = g11
+    G[o + j + 1, o + l + 2] = g12
+    G[o + j + 1, o + l + 3] = g13
+    G[o + j + 2, o + l] = g20
+    G[o + j + 2, o + l + 1] = g21
+    G[o + j + 2, o + l + 2] = g22
+    G[o + j + 2, o + l + 3] = g23
+    G[o + j + 3, o + l] = g30
+    G[o + j + 3, o + l + 1] = g31
+    G[o + j + 3, o + l + 2] = g32
+    G[o + j + 3, o + l + 3] = g33
 
 
 @njit(cache=True)

@@ -13,6 +13,8 @@ the thread count.
 import numpy as np
 from numba import njit
 
+from .. import linalg
+
 
 @njit(cache=True)
 def _sigmoid(z):
@@ -100,9 +102,6 @@ def stage_route_grad(dI, pk, Z, coef, own_coef, gs):
     return gth
 
 
-_ROWS = 128     # rows per block of bias_design: a block of H (128 x T float64) stays in L2 across its tiles
-
-
 @njit(cache=True)
 def bias_design(H, w, y):
     """(X1' diag(w) X1, X1' (w y)) for X1 = [1, H]: ``relaxation.design(H,
@@ -111,18 +110,15 @@ def bias_design(H, w, y):
 
     Every entry is the same chain as ``linalg.weighted_gram``'s and
     ``linalg.rmatvec``'s: G_jl = sum_i (w_i X1_ij) X1_il with i ascending
-    (w_i * 1.0 = w_i exactly, so the bias row adds w_i and w_i H_il).  Only
-    the loop order around the chains differs: rows in blocks of ``_ROWS``,
-    the upper triangle of G in 4 x 4 tiles accumulated in registers over a
-    block (the plain loop streams the whole T x T Gram through the cache
-    for every row): ~1.7x faster at T = 300.  The triangle is mirrored, so
-    G is exactly symmetric."""
+    (w_i * 1.0 = w_i exactly, so the bias row adds w_i and w_i H_il); the
+    H block is ``linalg.gram_upper_add``'s row blocks and 4 x 4 tiles, at
+    offset 1.  The triangle is mirrored, so G is exactly symmetric."""
     n, T = H.shape
     p = T + 1
     G = np.zeros((p, p))
     rhs = np.zeros(p)
-    for i0 in range(0, n, _ROWS):
-        i1 = min(i0 + _ROWS, n)
+    for i0 in range(0, n, linalg.GRAM_ROWS):
+        i1 = min(i0 + linalg.GRAM_ROWS, n)
         for i in range(i0, i1):             # the bias row and the right-hand side
             wi = w[i]
             v = wi * y[i]
@@ -131,93 +127,8 @@ def bias_design(H, w, y):
             for l in range(T):
                 G[0, l + 1] += wi * H[i, l]
                 rhs[l + 1] += H[i, l] * v
-        j = 0
-        while j + 4 <= T:
-            l = j
-            while l + 4 <= T:
-                _gram_tile(H, w, G, i0, i1, j, l, 1)
-                l += 4
-            for r in range(j, j + 4):
-                for c in range(max(l, r), T):
-                    _gram_cell(H, w, G, i0, i1, r, c)
-            j += 4
-        for r in range(j, T):
-            for c in range(r, T):
-                _gram_cell(H, w, G, i0, i1, r, c)
+        linalg.gram_upper_add(H, w, G, 1, i0, i1)
     for j in range(p):
         for l in range(j):
             G[j, l] = G[l, j]
     return G, rhs
-
-
-@njit(cache=True)
-def _gram_cell(A, w, G, i0, i1, j, l):
-    """Rows i0..i1-1 added to G[1 + j, 1 + l] (one chain, i ascending)."""
-    g = G[1 + j, 1 + l]
-    for i in range(i0, i1):
-        g += (w[i] * A[i, j]) * A[i, l]
-    G[1 + j, 1 + l] = g
-
-
-@njit(cache=True)
-def _gram_tile(A, w, G, i0, i1, j, l, o):
-    """Rows i0..i1-1 added to the 4 x 4 block G[o+j:o+j+4, o+l:o+l+4] of
-    A' diag(w) A, each entry its own chain (i ascending), in registers."""
-    g00 = G[o + j, o + l]
-    g01 = G[o + j, o + l + 1]
-    g02 = G[o + j, o + l + 2]
-    g03 = G[o + j, o + l + 3]
-    g10 = G[o + j + 1, o + l]
-    g11 = G[o + j + 1, o + l + 1]
-    g12 = G[o + j + 1, o + l + 2]
-    g13 = G[o + j + 1, o + l + 3]
-    g20 = G[o + j + 2, o + l]
-    g21 = G[o + j + 2, o + l + 1]
-    g22 = G[o + j + 2, o + l + 2]
-    g23 = G[o + j + 2, o + l + 3]
-    g30 = G[o + j + 3, o + l]
-    g31 = G[o + j + 3, o + l + 1]
-    g32 = G[o + j + 3, o + l + 2]
-    g33 = G[o + j + 3, o + l + 3]
-    for i in range(i0, i1):
-        wi = w[i]
-        a0 = wi * A[i, j]
-        a1 = wi * A[i, j + 1]
-        a2 = wi * A[i, j + 2]
-        a3 = wi * A[i, j + 3]
-        x0 = A[i, l]
-        x1 = A[i, l + 1]
-        x2 = A[i, l + 2]
-        x3 = A[i, l + 3]
-        g00 += a0 * x0
-        g01 += a0 * x1
-        g02 += a0 * x2
-        g03 += a0 * x3
-        g10 += a1 * x0
-        g11 += a1 * x1
-        g12 += a1 * x2
-        g13 += a1 * x3
-        g20 += a2 * x0
-        g21 += a2 * x1
-        g22 += a2 * x2
-        g23 += a2 * x3
-        g30 += a3 * x0
-        g31 += a3 * x1
-        g32 += a3 * x2
-        g33 += a3 * x3
-    G[o + j, o + l] = g00
-    G[o + j, o + l + 1] = g01
-    G[o + j, o + l + 2] = g02
-    G[o + j, o + l + 3] = g03
-    G[o + j + 1, o + l] = g10
-    G[o + j + 1, o + l + 1] = g11
-    G[o + j + 1, o + l + 2] = g12
-    G[o + j + 1, o + l + 3] = g13
-    G[o + j + 2, o + l] = g20
-    G[o + j + 2, o + l + 1] = g21
-    G[o + j + 2, o + l + 2] = g22
-    G[o + j + 2, o + l + 3] = g23
-    G[o + j + 3, o + l] = g30
-    G[o + j + 3, o + l + 1] = g31
-    G[o + j + 3, o + l + 2] = g32
-    G[o + j + 3, o + l + 3] = g33
