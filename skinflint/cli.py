@@ -530,9 +530,15 @@ def _caused_by_interrupt(e):
 
 def _interrupted():
     # a bar the interrupt left open (it can land while tqdm is still setting the bar up, before
-    # any code that would close it holds it) would run into this line: close every live bar first
+    # any code that would close it holds it) would run into this line: close every live bar first.
+    # An interrupt inside tqdm's __init__ after it drew the bar but before it set the bar's clock
+    # (last_print_t, start_t) leaves a bar whose close() returns without clearing the line: give
+    # such a bar a clock that says "drawn" so that close() clears it.
     from tqdm import tqdm
     for bar in list(getattr(tqdm, "_instances", ())):
+        if not hasattr(bar, "start_t"):
+            bar.last_print_t = bar.start_t = 0.0
+            bar.delay = 0.0
         bar.close()
     print("skinflint: interrupted", file=sys.stderr)
     return 130
