@@ -2,8 +2,11 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+import signal
 import sys
+import threading
 
 import numpy as np
 
@@ -483,9 +486,49 @@ def main(argv=None):
     training, writing) ends with one line and status 130; a model being
     written is never left half-written (``ir.save``)."""
     try:
-        return _main(argv)
+        with _interrupts_outside_llvmlite():
+            return _main(argv)
     except KeyboardInterrupt:
         return _interrupted()
+
+
+_LLVMLITE_FRAME = os.sep + "llvmlite" + os.sep
+_REDELIVER_S = 0.02
+
+
+def _on_interrupt(signum, frame):
+    """SIGINT's handler while a command runs: Python's own, except inside
+    llvmlite.  numba loads and compiles kernels through llvmlite, whose ctypes
+    callbacks swallow an exception ("Exception ignored on calling ctypes
+    callback", a traceback, and the run goes on) and whose objects, left half
+    built, raise again at exit.  An interrupt that lands there is sent again a
+    moment later; llvmlite's calls are short, so it ends the run as soon as
+    they return."""
+    f = frame
+    while f is not None:
+        if _LLVMLITE_FRAME in f.f_code.co_filename:
+            threading.Timer(_REDELIVER_S, os.kill, (os.getpid(), signal.SIGINT)).start()
+            return
+        f = f.f_back
+    raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def _interrupts_outside_llvmlite():
+    """Install ``_on_interrupt`` for the command, where Ctrl-C would raise
+    KeyboardInterrupt anyway (not where SIGINT is ignored, or off the main
+    thread), and put the previous handler back afterwards."""
+    try:
+        installed = signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        if installed:
+            signal.signal(signal.SIGINT, _on_interrupt)
+    except ValueError:   # not the main thread: signals are not ours to handle
+        installed = False
+    try:
+        yield
+    finally:
+        if installed:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def _main(argv):
