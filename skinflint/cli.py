@@ -507,10 +507,22 @@ def _on_interrupt(signum, frame):
     f = frame
     while f is not None:
         if _LLVMLITE_FRAME in f.f_code.co_filename:
-            threading.Timer(_REDELIVER_S, os.kill, (os.getpid(), signal.SIGINT)).start()
+            if not _REDELIVERY:   # a second Ctrl-C before the re-sent one is the same request
+                timer = threading.Timer(_REDELIVER_S, _send_interrupt_again)
+                timer.daemon = True
+                _REDELIVERY.append(timer)
+                timer.start()
             return
         f = f.f_back
     raise KeyboardInterrupt
+
+
+_REDELIVERY: list[threading.Timer] = []   # the pending re-sent interrupt, if any
+
+
+def _send_interrupt_again():
+    _REDELIVERY.clear()   # first: the handler this sends may have to schedule the next one
+    os.kill(os.getpid(), signal.SIGINT)
 
 
 @contextlib.contextmanager
@@ -527,6 +539,9 @@ def _interrupts_outside_llvmlite():
     try:
         yield
     finally:
+        for timer in list(_REDELIVERY):   # the command ended first: nothing may arrive after it
+            timer.cancel()
+        _REDELIVERY.clear()
         if installed:
             signal.signal(signal.SIGINT, signal.default_int_handler)
 

@@ -313,7 +313,16 @@ def test_an_interrupt_inside_llvmlite_ends_the_run_once_llvmlite_returns():
     # CLI's handler sends such an interrupt again once the llvmlite frame has returned.
     from skinflint import cli
     namespace: dict = {}
-    code = "import signal\ndef inside():\n    signal.raise_signal(signal.SIGINT)\n    return 'finished'\n"
+    # two Ctrl-Cs, then 0.2 s more inside llvmlite: the re-sent interrupt lands there too and must be
+    # sent again, not lost
+    code = ("import signal, time\n"
+            "def inside():\n"
+            "    signal.raise_signal(signal.SIGINT)\n"
+            "    signal.raise_signal(signal.SIGINT)\n"
+            "    end = time.monotonic() + 0.2\n"
+            "    while time.monotonic() < end:\n"
+            "        pass\n"
+            "    return 'finished'\n")
     exec(compile(code, os.path.join("site-packages", "llvmlite", "binding", "engine.py"), "exec"),
          namespace)
     returned = []
