@@ -228,25 +228,29 @@ def run_cascades(m, va, te, rows, family):
         rows.append(_exit_row(f"{family} (tol {tol:g}: top {cut})", family, r, te, tol, np.nan))
 
 
-def run_gm_cascades(tr, va, te, costs, tree, rows):
-    """The cascade the method is meant for: cutoffs on a cost-sensitive (Greedy Miser LambdaMART) bank."""
-    family = f"Early Exit per query on Greedy Miser lambda={CASCADE_GM_LAMBDA:g}"
+def run_gm_cascades(tr, va, te, costs, tree, rows, objective="lambdarank", lam=CASCADE_GM_LAMBDA):
+    """The cascade the method is meant for: cutoffs on a cost-sensitive (Greedy Miser, LambdaMART by default)
+    bank, and the per-query Early Exit rule on the same bank (``--ee-gm`` picks the objective and lambda)."""
+    tag = "" if objective == "lambdarank" else "pointwise "
+    family = f"Early Exit per query on Greedy Miser {tag}lambda={lam:g}"
     if rows.count(family) == 5:                  # the last rows this part writes: measured already (--resume)
         return
     common = dict(feature_costs=costs, tree_eval_cost=1.0, verbose=0, random_state=0, n_iter_no_change=50, **tree)
     t0 = time.perf_counter()
-    m = GreedyMiserRanker(objective="lambdarank", cost_tradeoff=CASCADE_GM_LAMBDA, **common).fit(
+    m = GreedyMiserRanker(objective=objective, cost_tradeoff=lam, **common).fit(
         tr.X, tr.y, tr.qid, eval_set=(va.X, va.y, va.qid))
-    name = f"Greedy Miser LambdaMART (lambda={CASCADE_GM_LAMBDA:g})"
-    cut = f"Cascade on Greedy Miser lambda={CASCADE_GM_LAMBDA:g}"
+    name = f"Greedy Miser {'LambdaMART' if objective == 'lambdarank' else 'pointwise'} (lambda={lam:g})"
+    cut = f"Cascade on Greedy Miser {tag}lambda={lam:g}"
     rows[:] = [r for r in rows if r["family"] not in (cut, family)]      # a part stopped half way: redone
     if not rows.has(name):
-        rows.append(measured(name, "Greedy Miser LambdaMART", m.model_, te, time.perf_counter() - t0,
+        rows.append(measured(name, name.split(" (")[0], m.model_, te, time.perf_counter() - t0,
                              trees=m.n_estimators_))
     run_cascades(m, va, te, rows, cut)
     for thr in EE_GRID[:5]:                     # the per-query proximity rule on the same cost-sensitive bank
         r = proximity_exit(m.model_, te.X, te.qid, thr, exit_every=10)
-        rows.append(_exit_row(f"{family} (s={thr:g})", family, r, te, thr, np.nan))
+        v = proximity_exit(m.model_, va.X, va.qid, thr, exit_every=10)
+        rows.append(_exit_row(f"{family} (s={thr:g})", family, r, te, thr,
+                              ndcg(va.y, v.scores, va.qid, order=v.order)))
 
 
 def exit_summary(rows):
@@ -636,6 +640,9 @@ def main(argv=None):
                     help="the GBRT / Greedy Miser objectives to run: lambdarank (LambdaMART), squared (pointwise)")
     ap.add_argument("--cegb-lazy", help="comma-separated tradeoffs for CEGB lazy only (default: --cegb-grid)")
     ap.add_argument("--cegb-coupled", help="comma-separated tradeoffs for CEGB coupled only (default: --cegb-grid)")
+    ap.add_argument("--ee-gm", default=f"lambdarank:{CASCADE_GM_LAMBDA:g}",
+                    help="comma-separated objective:lambda of the Greedy Miser banks the cascade part cuts and "
+                         "runs the per-query Early Exit on (e.g. squared:2e-5,lambdarank:5e-6)")
     ap.add_argument("--baseline-points", type=int,
                     help="grid points per paper baseline (Cronus, CSCC, CSTC, ASTC, AFR); default by --size")
     ap.add_argument("--baseline-trees", type=int, help="trees per paper baseline's bank; default by --size")
@@ -695,7 +702,9 @@ def main(argv=None):
         return
     run_rankers(tr, va, te, costs, tree, rows, only)
     if "cascade" in only:
-        run_gm_cascades(tr, va, te, costs, tree, rows)
+        for spec in args.ee_gm.split(","):
+            objective, lam = spec.split(":")
+            run_gm_cascades(tr, va, te, costs, tree, rows, objective, float(lam))
     size = args.size if not args.train else "yahoo"
     run_papers_baselines(tr, va, te, costs, tree, rows, only,
                          points=args.baseline_points or BASELINE_POINTS[size],
