@@ -98,6 +98,131 @@ def _sort_float32(bits):
     return a, True
 
 
+_FBLOCK = 128   # features gathered together at most: 512 bytes of each sampled row (16 features: 2.3x slower)
+
+
+@njit(cache=True, nogil=True)
+def _radix_keys(a, b):
+    """Sort the uint32 keys ``a`` (LSD radix, _RADIX bits a pass, ``b`` the
+    scratch of the same length); returns the array holding the result."""
+    m = a.shape[0]
+    nb = 1 << _RADIX
+    mask = np.uint32(nb - 1)
+    counts = np.zeros((3, nb), np.int64)
+    for i in range(m):
+        k = a[i]
+        counts[0, k & mask] += 1
+        counts[1, (k >> np.uint32(_RADIX)) & mask] += 1
+        counts[2, k >> np.uint32(2 * _RADIX)] += 1
+    for p in range(3):
+        c = counts[p]
+        if c.max() == m:   # one digit for every key: the pass would not move anything
+            continue
+        total = 0
+        for d in range(nb):
+            t = c[d]
+            c[d] = total
+            total += t
+        shift = np.uint32(p * _RADIX)
+        for i in range(m):
+            k = a[i]
+            d = (k >> shift) & mask
+            b[c[d]] = k
+            c[d] += 1
+        a, b = b, a
+    return a
+
+
+@njit(cache=True, inline="always")
+def _key_value(keys, n_neg, n_zero, p):
+    """The order-preserving key at position p of the sorted column whose
+    nonzero keys are ``keys`` (sorted; the first n_neg negative) and which
+    holds n_zero +0.0 between them (the key of +0.0 is 0x80000000)."""
+    if p < n_neg:
+        return keys[p]
+    if p < n_neg + n_zero:
+        return np.uint32(0x80000000)
+    return keys[p - n_zero]
+
+
+@njit(cache=True, parallel=True)
+def _sample_thresholds(bits, rows, max_bins, fblock):
+    """``_column_thresholds`` of every feature of float32 X (``bits``, its
+    uint32 view [N, F]) on the rows ``rows`` (sorted), without a sorted
+    copy of X: a block of ``fblock`` features gathers each row's values
+    from a few adjacent cache lines; the exact zeros (LTR data: most of a column) are only
+    counted, the other values sorted (``_radix_keys``) and the zeros put
+    back by position.  Returns (thresholds [F, max_bins - 1] as float32 bits, their
+    counts [F], and per feature whether it holds a -0.0: such a column is
+    left to ``_column_thresholds``, whose np.sort may order -0.0 and +0.0
+    either way).  The quantile positions are ``np.linspace``'s, k * step."""
+    N, F = bits.shape
+    M = rows.shape[0]
+    thr = np.empty((F, max_bins - 1), np.uint32)   # float32 bits
+    n_thr = np.zeros(F, np.int64)
+    neg0 = np.zeros(F, np.bool_)
+    for blk in prange((F + fblock - 1) // fblock):
+        f0 = blk * fblock
+        f1 = min(F, f0 + fblock)
+        keys = np.empty((f1 - f0, M), np.uint32)
+        scratch = np.empty(M, np.uint32)
+        nz = np.zeros(f1 - f0, np.int64)
+        zeros = np.zeros(f1 - f0, np.int64)
+        negs = np.zeros(f1 - f0, np.int64)
+        n_neg0 = np.zeros(f1 - f0, np.int64)
+        for i in range(M):
+            r = rows[i]
+            for j in range(f1 - f0):
+                # branch-free (zeros and nonzeros alternate at random): every value is written, kept if counted
+                u = bits[r, f0 + j]
+                zero = u == np.uint32(0)
+                keep = (u != np.uint32(0)) & ((u & np.uint32(0x7FFFFFFF)) <= np.uint32(0x7F800000))   # nor NaN
+                neg = u >> np.uint32(31)
+                keys[j, nz[j]] = ~u if neg else u | np.uint32(0x80000000)
+                nz[j] += keep
+                negs[j] += keep & neg
+                zeros[j] += zero
+                n_neg0[j] += u == np.uint32(0x80000000)
+        for j in range(f1 - f0):
+            f = f0 + j
+            if n_neg0[j]:
+                neg0[f] = True
+                continue
+            srt = _radix_keys(keys[j, :nz[j]], scratch[:nz[j]])
+            n_neg, n_zero = negs[j], zeros[j]
+            m = nz[j] + n_zero
+            # distinct values (equal float32 values other than +-0 have equal bits)
+            n_uniq = 1 if n_zero > 0 else 0
+            for i in range(nz[j]):
+                n_uniq += i == 0 or srt[i] != srt[i - 1]
+            out = thr[f]
+            t = 0
+            if n_uniq <= max_bins:   # every distinct value but the largest
+                prev = np.uint32(0)
+                for p in range(m):
+                    k = _key_value(srt, n_neg, n_zero, p)
+                    if p == 0 or k != prev:
+                        if t == n_uniq - 1:
+                            break
+                        out[t] = k ^ np.uint32(0x80000000) if k >> np.uint32(31) else ~k
+                        t += 1
+                    prev = k
+            else:   # quantiles snapped to data values, below the largest
+                top = _key_value(srt, n_neg, n_zero, m - 1)
+                step = np.float64(m - 1) / np.float64(max_bins)
+                prev = np.uint32(0)
+                for q in range(1, max_bins):
+                    k = _key_value(srt, n_neg, n_zero, np.int64(np.float64(q) * step))
+                    if k >= top:
+                        break
+                    if t == 0 or k != prev:
+                        out[t] = k ^ np.uint32(0x80000000) if k >> np.uint32(31) else ~k
+                        t += 1
+                    prev = k
+            n_thr[f] = t
+    return thr, n_thr, neg0
+
+
 def _column_thresholds(col, max_bins):
     ok = False
     if col.dtype == np.float32 and col.flags.c_contiguous:
@@ -120,6 +245,16 @@ def find_thresholds(X, max_bins=MAX_BINS, subsample=200_000, seed=0):
         raise ValueError(f"max_bins must be in [2, {MAX_BINS}], got {max_bins}")
     rng = np.random.default_rng(seed)
     rows = rng.choice(X.shape[0], subsample, replace=False) if X.shape[0] > subsample else slice(None)
+    if X.dtype == np.float32 and X.ndim == 2:
+        # one parallel pass over the sampled rows of X, in row order (the thresholds do not depend on it)
+        sample = np.sort(rows) if X.shape[0] > subsample else np.arange(X.shape[0])
+        F, threads = X.shape[1], get_num_threads()
+        n_blocks = threads * max(1, -(-F // (threads * _FBLOCK)))   # a multiple of the threads, <= _FBLOCK wide
+        bits, n_thr, neg0 = _sample_thresholds(X.view(np.uint32), sample, max_bins, max(1, -(-F // n_blocks)))
+        out = [bits[f, :n_thr[f]].view(np.float32).copy() for f in range(F)]
+        for f in np.flatnonzero(neg0):   # a -0.0: np.sort's order, on the sample in its drawn order
+            out[f] = _column_thresholds(np.ascontiguousarray(X[rows, f]), max_bins)
+        return out
     # one transpose, then contiguous columns: slicing a column of row-major X
     # would read the whole array once per feature (measured 2x slower)
     XT = np.ascontiguousarray(X[rows].T)
@@ -145,31 +280,48 @@ def bin_data(X, flat, offsets):
     bin(x) is the first threshold index with x <= t (a lower bound), NaN the
     missing bin.  A block of rows is searched in lockstep: every row takes
     the same halvings, so the rows' threshold loads are independent and
-    overlap (one row's search is a chain of dependent loads; measured 4x)."""
+    overlap (one row's search is a chain of dependent loads; measured 4x).
+    Exact zeros (+-0.0; most values of LTR features) take their feature's
+    zero bin without a search: each block searches only its other values,
+    gathered branch-free (473k x 519, 57 % zeros: 3.7 -> 1.7 s CPU, one thread)."""
     N, F = X.shape
     out = np.empty((F, N), np.uint8)
+    zero_bin = np.empty(F, np.uint8)
+    for f in range(F):
+        b = offsets[f]
+        while b < offsets[f + 1] and flat[b] < 0.0:
+            b += 1
+        zero_bin[f] = b - offsets[f]
     for blk in prange((N + _BLOCK - 1) // _BLOCK):
         i0 = blk * _BLOCK
         m = min(N, i0 + _BLOCK) - i0
         base = np.empty(_BLOCK, np.int64)
         xs = np.empty(_BLOCK, X.dtype)
+        at = np.empty(_BLOCK, np.int64)
         for f in range(F):
             lo0 = offsets[f]
             n = offsets[f + 1] - lo0
+            zb = zero_bin[f]
+            c = 0
             for i in range(m):
-                xs[i] = X[i0 + i, f]
+                x = X[i0 + i, f]
+                out[f, i0 + i] = zb
+                xs[c] = x
+                at[c] = i
+                c += x != 0.0   # NaN too: it is not 0
+            for i in range(c):
                 base[i] = lo0
             if n > 0:
                 while n > 1:   # the lower bound lies in [base, base + n]
                     half = n >> 1
-                    for i in range(m):
+                    for i in range(c):
                         base[i] += half if flat[base[i] + half] < xs[i] else 0
                     n -= half
-                for i in range(m):
+                for i in range(c):
                     base[i] += flat[base[i]] < xs[i]
-            for i in range(m):
+            for i in range(c):
                 # NaN compares false everywhere; it gets the missing bin
-                out[f, i0 + i] = MISSING_BIN if xs[i] != xs[i] else base[i] - lo0
+                out[f, i0 + at[i]] = MISSING_BIN if xs[i] != xs[i] else base[i] - lo0
     return out
 
 
