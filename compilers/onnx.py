@@ -196,6 +196,7 @@ def exact_graph(setup: Setup, with_budget, with_used=True):
         values.need_starts = not (values.vote_values and values.touch_votes is not None)
     elif (first := costs.first_slot_votes(mask, with_budget)) is not None:
         values.first_slots = first
+        values.int_votes = costs.sorted_halt()
     if costs.lazy(mask, with_budget):
         h, cost, used = costs.halt_lazy(with_budget, with_used)
         h_col = None        # one route: the stage is a lookup by h alone

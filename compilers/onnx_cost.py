@@ -67,7 +67,8 @@ class Costs(Part):
         flat = flat and R == 1 and self._dense()
         if T == 0:
             return None
-        start = self._leaf_start()
+        # first touches voted by the tree operator read no leaf starts
+        start = None if self.values.first_slots is not None else self._leaf_start()
         sets, by_start, n_starts, W, B = self._path_bits()
         if self.routes is not None:
             return self._route_touches(start, sets, by_start, n_starts, W, B)
@@ -685,41 +686,75 @@ class Costs(Part):
                     and self.static(np.arange(L.n_features + L.n_trees + L.n_sv)).min() == 0)
 
     def _pay_sorted(self, shifted, costs, budget):
-        """(None, cost [N], h [N, 1] float32, h [N, 1] int64), halting
+        """(None, cost [N], h [N, 1], h [N, 1] int64), halting
         slots minus 'never' (<= 0; ``h_shift``): the pairwise halt for
-        costs all equal, c, over [N, F + 1] instead of [N, F, F].  The
+        costs all equal, c, over [F + 1, N] instead of [N, F, F].  The
         tree operator's votes ``shifted`` (first touch - never, 0 where
         none) sorted ascending put the touched features in acquisition
         order (distinct slots: one feature per place), a free unit at slot
         0 first and the untouched ones last; the j-th unit's running cost
-        is then j c, a constant row: the row halts at the first sorted slot
-        whose running cost exceeds the budget (a negative budget: the free
-        unit's, slot 0), and its cost is the largest running cost before
-        that slot (0 if none).  TopK never sees an empty batch: one extra
-        row filled with -never follows the rows (``Pad``, with the free
-        unit's column; any value would do, its sort is thrown away) and
-        is sliced off after the sort, so the graph needs no padding row."""
+        is then j c, a constant column: the row halts at the first sorted
+        slot whose running cost exceeds the budget (a negative budget: the
+        free unit's, slot 0), and its cost is the largest running cost
+        before that slot (0 if none).
+
+        Rows on axis 1 (one ``Transpose`` of the votes): ``TopK`` sorts
+        along axis 0, which onnxruntime 1.16-1.30 also runs on zero rows
+        (along axis 1 it dies with SIGFPE there: no padding row, no
+        ``Slice``), and the [N] budget compares with the [F + 1, 1]
+        running costs without an ``Unsqueeze``.  The halt is the smallest
+        sorted slot times (running cost > budget) as 0 or 1 (a ``Cast``
+        and a ``Mul``: onnxruntime's ``Where`` costs more than both; a
+        slot times 0 is -0, which every reader takes as 0).  The free unit
+        is left out (``_free_unit``) when a halt at slot 0 and one at any
+        row's first touch complete the same checkpoints: without it a
+        negative budget halts at the row's first touch, with the same
+        stage, scores, cost (0) and features used (none)."""
         g, F = self.g, self.F
-        never = np.float32(self.never)
-        s = g.op("Pad", shifted, g.const(np.array([0, 1, 1, 0], np.int64)), g.const(-never))       # [N + 1, F + 1]
-        srt, _ = g.op("TopK", s, g.const([F + 1], np.int64), axis=1, largest=0, sorted=1, n_out=2)
-        srt = g.slice(srt, 0, -1, 0)                                                            # [N, F + 1]
-        run = g.const(np.cumsum(np.r_[0.0, costs]).astype(np.float64)[None])                   # [1, F + 1]
-        over = g.op("Greater", run, g.unsqueeze(budget, [1]))
-        h = g.op("ReduceMin", g.where(over, srt, g.const(np.float32(0))), g.const([1], np.int64), keepdims=1)
-        index = g.cast(h, I64)
+        ints = self.values.int_votes        # int64 votes (``Values.int_votes``), else float32
+        free = self._free_unit()
+        s = g.op("Transpose", shifted, perm=[1, 0])                                             # [F, N]
+        if free:
+            s = g.op("Pad", s, g.const(np.array([1, 0, 0, 0], np.int64)),
+                     g.const(-(np.int64 if ints else np.float32)(self.never)))
+        units = F + int(free)
+        srt, _ = g.op("TopK", s, g.const([units], np.int64), axis=0, largest=0, sorted=1, n_out=2)   # [units, N]
+        run = np.cumsum(np.r_[0.0, costs] if free else costs).astype(np.float64)[:, None]        # [units, 1]
+        over = g.cast(g.op("Greater", g.const(run), budget), I64 if ints else F32)
+        h = g.op("ReduceMin", g.op("Mul", srt, over), g.const([0], np.int64), keepdims=1)        # [1, N]
+        h_col = g.op("Reshape", h, g.const([-1, 1], np.int64))                                  # [N, 1]
+        index = h_col if ints else g.cast(h_col, I64)
         if np.all(costs == 1.0):
             # unit costs: the cost is the number of features touched before
             # h (exact in float64), counted on features_used itself (the
             # touch Less, ``self.used``), one op fewer than the running
             # costs' Less, Where, ReduceMax
-            self.used = g.op("Less", shifted, h)
+            self.used = g.op("Less", shifted, h_col)
             cost = g.op("ReduceSum", g.cast(self.used, F64), g.const([1], np.int64), keepdims=0)
         else:
             paid = g.op("Less", srt, h)
-            cost = g.op("ReduceMax", g.where(paid, run, g.const(np.float64(0))), g.const([1], np.int64), keepdims=0)
+            cost = g.op("ReduceMax", g.where(paid, g.const(run), g.const(np.float64(0))), g.const([0], np.int64),
+                        keepdims=0)
         # no [N] halt: the stage is looked up by GatherND from [N, 1] (Routing.stage)
-        return None, cost, h, index
+        return None, cost, h_col, index
+
+    def _free_unit(self):
+        """Whether ``_pay_sorted`` needs its free unit at slot 0: unless
+        every leaf of the tree at slot 0 splits on a feature at slot 1
+        (so slot 1 is every row's first touch, and a negative budget halts
+        there without the unit) and a halt at slot 1 completes the same
+        checkpoints as one at slot 0 (then the stage and the scores, read
+        by halting slot, are the same)."""
+        sc = self.sched
+        occ = np.flatnonzero((sc.occ_region == 0) & (sc.occ_slot == 0))
+        if occ.size != 1:
+            return True
+        lay = self.values.leaf_layout()
+        starts = lay.start[self.paths.tree_of[lay.leaves] == sc.occ_tree[occ[0]]]
+        if not starts.size or np.any(self.values.first_slots[starts].min(1) != 1):
+            return True
+        done = np.searchsorted(np.sort(sc.cp_end), [0, 1], side="right")
+        return bool(done[0] != done[1])
 
     def _pay_in_order(self, slots, costs, budget, never):
         """Sort a row's paid units by slot, add their costs in that order

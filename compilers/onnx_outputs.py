@@ -59,9 +59,14 @@ def _outputs(g: Graph, model, scores, extra, padded=True, bound=np.inf):
             if lean:
                 # no NaN score (the latency graph): s > 0 is the first
                 # ArgMax of [0, s] (ties give index 0, as s = 0 and s = -0
-                # give false), one op fewer than Squeeze, Greater, Cast
-                idx = g.op("ArgMax", g.op("Pad", scores, g.const(np.array([0, 1, 0, 0], np.int64)), g.const(zero)),
-                           axis=1, keepdims=0)
+                # give false), one op fewer than Squeeze, Greater, Cast;
+                # [0, s] as [0 s, s] = [+-0, s] (a Mul costs less than a
+                # Pad) where no score is infinite (0 inf is NaN)
+                if bound < float(np.finfo(zero.dtype).max) / 2:
+                    both = g.op("Mul", scores, g.const(np.array([[0, 1]], zero.dtype)))
+                else:
+                    both = g.op("Pad", scores, g.const(np.array([0, 1, 0, 0], np.int64)), g.const(zero))
+                idx = g.op("ArgMax", both, axis=1, keepdims=0)
             else:
                 s0 = g.squeeze(scores if K == 1 else g.gather(scores, [0], 1), [1])
                 idx = g.cast(g.op("Greater", s0, g.const(zero)), I64)
