@@ -17,6 +17,7 @@ LambdaMART Greedy Miser against LightGBM with the same trees (rounds, depth, lea
     python benchmarks/bench_rank.py --plot docs/img/ranking_tiny.png
     python benchmarks/bench_rank.py --only gbrt,greedy-miser,lightgbm
     python benchmarks/bench_rank.py --only gbrt,early-exit,cascade      # the exit rules and ranking cascades
+    python benchmarks/bench_rank.py --only cascade --ee-gm squared:2e-5,lambdarank:5e-6   # on chosen GM banks
     python benchmarks/bench_rank.py --c-rank-overhead    # C rank_query against per-row C (issue 27: <= 1.3x)
     python benchmarks/bench_rank.py --train train.svm --valid valid.svm --test test.svm --costs costs.csv
     python benchmarks/bench_rank.py --size small --results small.jsonl          # each row written when measured
