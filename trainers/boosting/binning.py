@@ -218,8 +218,11 @@ def _column_thresholds(col, max_bins):
 
 def find_thresholds(X, max_bins=MAX_BINS, subsample=200_000, seed=0):
     """Per feature, sorted float32 thresholds (len <= max_bins - 1)."""
-    if not 2 <= max_bins <= MAX_BINS:
-        raise ValueError(f"max_bins must be in [2, {MAX_BINS}], got {max_bins}")
+    # an integer, checked here: the threshold kernel is typed for one, and a float reached numba as a TypingError
+    if isinstance(max_bins, (bool, np.bool_)) or not isinstance(max_bins, (int, np.integer)) \
+            or not 2 <= max_bins <= MAX_BINS:
+        raise ValueError(f"max_bins must be an integer in [2, {MAX_BINS}], got {max_bins!r}")
+    max_bins = int(max_bins)
     rng = np.random.default_rng(seed)
     rows = rng.choice(X.shape[0], subsample, replace=False) if X.shape[0] > subsample else slice(None)
     if X.dtype == np.float32 and X.ndim == 2:

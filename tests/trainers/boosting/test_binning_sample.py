@@ -97,3 +97,17 @@ def test_zeros_take_the_zero_bin(dtype):
     for f in range(X.shape[1]):
         want = np.where(np.isnan(X[:, f]), MISSING_BIN, np.searchsorted(thr[f], X[:, f], "left"))
         np.testing.assert_array_equal(got[f], want, err_msg=str(f))
+
+
+@pytest.mark.parametrize("bad", [255.0, True, "255", None, 1, 256])
+def test_max_bins_must_be_an_integer_in_range(bad):
+    # a float reached the numba threshold kernel and failed there as a TypingError (found in review)
+    X = np.random.default_rng(0).normal(size=(50, 2)).astype(np.float32)
+    with pytest.raises(ValueError, match="max_bins must be an integer in"):
+        find_thresholds(X, max_bins=bad)
+
+
+def test_max_bins_takes_numpy_integers():
+    X = np.random.default_rng(0).normal(size=(500, 2)).astype(np.float32)
+    for a, b in zip(find_thresholds(X, max_bins=np.int64(16)), find_thresholds(X, max_bins=16)):
+        assert a.tobytes() == b.tobytes() and len(a) == 15
