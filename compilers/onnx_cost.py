@@ -79,7 +79,9 @@ class Costs(Part):
                 if not occ.size:
                     regions.append(rows_like(g, self.X, self.never, np.int64, (1, F)))
                     continue
-                cols = self._region_starts(start, sc.occ_tree[occ])
+                # no leaf starts when the tree operator votes the first touches: nothing to gather
+                # (a region whose trees are not in layout order gathered from None)
+                cols = None if start is None else self._region_starts(start, sc.occ_tree[occ])
                 if self._dense():
                     y = self._first_slots_dense(cols, sc.occ_tree[occ], sc.occ_slot[occ])
                     regions.append(y if flat else g.unsqueeze(y, [1]))

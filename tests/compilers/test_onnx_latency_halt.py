@@ -134,3 +134,16 @@ def test_free_unit_stays_when_the_first_tree_is_a_leaf():
     assert np.all(predict(m, X, budget=np.full(len(X), -1.0)).stage == -1)
     assert np.all(predict(m, X).stage == 1)
     _check_exact(m, proto)
+
+
+def test_a_linear_output_that_reads_its_trees_out_of_order_compiles_and_is_exact():
+    # found in review: with first touches voted by the tree operator there are no leaf starts, and a
+    # region whose trees are not in layout order still gathered from them (a TypeError at compile time)
+    bank = ir.trees_from_arrays([0, -1, -1, 1, -1, -1], [0.0] * 6, [1, -1, -1, 4, -1, -1], [2, -1, -1, 5, -1, -1],
+                                np.array([0, -1.0, 1.0, 0, 0.5, -0.5]), roots=[0, 3])
+    m = ir.model(ir.features_from_costs([1.0, 1.0]),
+                 [bank, ir.linear([ir.tree_input(0, 1), ir.tree_input(0, 0)], [1.0, 1.0])], 1,
+                 task=ir.binary_task())
+    proto = compile_onnx(m, batch_hint=1)
+    assert any(n.startswith("pay/") for n in (x.name for x in proto.graph.node))   # the budgeted halt is built
+    _check_exact(m, proto)
