@@ -202,7 +202,7 @@ class Costs(Part):
         g = self.g
         if self.values.first_slots is not None:       # voted by the tree operator (``first_slot_votes``)
             if self.sorted_halt():
-                return self.values.ensemble()["first_slots"]      # slot - never, float32 (``_pay_sorted``)
+                return self.values.ensemble()["first_slots"]      # slot - never, int64 (``_pay_sorted``)
             with g.scope("first_tree"):
                 y = g.op("Add", self.values.ensemble()["first_slots"], g.const(np.float32(self.never)))
                 return g.cast(y, I64)
@@ -706,26 +706,25 @@ class Costs(Part):
         ``Slice``), and the [N] budget compares with the [F + 1, 1]
         running costs without an ``Unsqueeze``.  The halt is the smallest
         sorted slot times (running cost > budget) as 0 or 1 (a ``Cast``
-        and a ``Mul``: onnxruntime's ``Where`` costs more than both; a
-        slot times 0 is -0, which every reader takes as 0).  The free unit
+        and a ``Mul``: onnxruntime's ``Where`` costs more than both;
+        the votes are int64 wherever this halt is built, ``Values.int_votes``).
+        The free unit
         is left out (``_free_unit``) when a halt at slot 0 and one at any
         row's first touch complete the same checkpoints: without it a
         negative budget halts at the row's first touch, with the same
         stage, scores, cost (0) and features used (none)."""
         g, F = self.g, self.F
-        ints = self.values.int_votes        # int64 votes (``Values.int_votes``), else float32
         free = self._free_unit()
         s = g.op("Transpose", shifted, perm=[1, 0])                                             # [F, N]
         if free:
             s = g.op("Pad", s, g.const(np.array([1, 0, 0, 0], np.int64)),
-                     g.const(-(np.int64 if ints else np.float32)(self.never)))
+                     g.const(-np.int64(self.never)))
         units = F + int(free)
         srt, _ = g.op("TopK", s, g.const([units], np.int64), axis=0, largest=0, sorted=1, n_out=2)   # [units, N]
         run = np.cumsum(np.r_[0.0, costs] if free else costs).astype(np.float64)[:, None]        # [units, 1]
-        over = g.cast(g.op("Greater", g.const(run), budget), I64 if ints else F32)
+        over = g.cast(g.op("Greater", g.const(run), budget), I64)
         h = g.op("ReduceMin", g.op("Mul", srt, over), g.const([0], np.int64), keepdims=1)        # [1, N]
         h_col = g.op("Reshape", h, g.const([-1, 1], np.int64))                                  # [N, 1]
-        index = h_col if ints else g.cast(h_col, I64)
         if np.all(costs == 1.0):
             # unit costs: the cost is the number of features touched before
             # h (exact in float64), counted on features_used itself (the
@@ -738,7 +737,7 @@ class Costs(Part):
             cost = g.op("ReduceMax", g.where(paid, g.const(run), g.const(np.float64(0))), g.const([0], np.int64),
                         keepdims=0)
         # no [N] halt: the stage is looked up by GatherND from [N, 1] (Routing.stage)
-        return None, cost, h_col, index
+        return None, cost, h_col, h_col
 
     def _free_unit(self):
         """Whether ``_pay_sorted`` needs its free unit at slot 0: unless
