@@ -7,28 +7,19 @@ import pytest
 
 from skinflint.trainers.boosting import binning
 from skinflint.trainers.boosting.binning import MISSING_BIN, bin_data, find_thresholds, pack_thresholds
+from tests.trainers.boosting.binning_oracle import reference_thresholds
 
 
 def _bits(a):
     return np.asarray(a, np.float32).view(np.uint32)
 
 
-def _reference_thresholds(col, max_bins):   # the np.sort code of the first binning
-    col = np.sort(col[~np.isnan(col)])
-    uniq = col[np.r_[True, col[1:] != col[:-1]]] if col.size else col
-    if uniq.size <= max_bins:
-        thr = uniq[:-1]
-    else:
-        pos = np.linspace(0, col.size - 1, max_bins + 1)[1:-1].astype(np.int64)
-        thr = np.unique(col[pos])
-        thr = thr[thr < uniq[-1]]
-    return thr.astype(np.float32)
 
 
 def _reference(X, max_bins, subsample, seed):   # find_thresholds before the kernel: the same draw of rows
     rng = np.random.default_rng(seed)
     rows = rng.choice(X.shape[0], subsample, replace=False) if X.shape[0] > subsample else slice(None)
-    return [_reference_thresholds(np.ascontiguousarray(X[rows, f]), max_bins) for f in range(X.shape[1])]
+    return [reference_thresholds(np.ascontiguousarray(X[rows, f]), max_bins) for f in range(X.shape[1])]
 
 
 def _data(n, seed=0):

@@ -7,6 +7,7 @@ from numba import njit
 
 from skinflint.trainers.boosting.binning import _column_thresholds, _sort_float32
 from skinflint.trainers.boosting.splitting import _score, level_flat_splits
+from tests.trainers.boosting.binning_oracle import reference_thresholds
 
 
 def _bits(a):
@@ -37,16 +38,6 @@ def test_negative_zero_is_left_to_numpy():
     assert not ok
 
 
-def _reference_thresholds(col, max_bins):   # the np.sort code the radix sort replaced
-    col = np.sort(col[~np.isnan(col)])
-    uniq = col[np.r_[True, col[1:] != col[:-1]]] if col.size else col
-    if uniq.size <= max_bins:
-        thr = uniq[:-1]
-    else:
-        pos = np.linspace(0, col.size - 1, max_bins + 1)[1:-1].astype(np.int64)
-        thr = np.unique(col[pos])
-        thr = thr[thr < uniq[-1]]
-    return thr.astype(np.float32)
 
 
 @pytest.mark.parametrize("max_bins", [2, 16, 255])
@@ -54,7 +45,7 @@ def test_thresholds_are_the_np_sort_ones(max_bins):
     cols = dict(_columns(), signed_zeros=np.array([0.0, -0.0, 2.0, -0.0, 1.0] * 50, np.float32))
     for name, col in cols.items():
         assert np.array_equal(_bits(_column_thresholds(col, max_bins)),
-                              _bits(_reference_thresholds(col, max_bins))), name
+                              _bits(reference_thresholds(col, max_bins))), name
 
 
 @njit(cache=False)
