@@ -586,7 +586,8 @@ def plot(rows, path):
     for i, fam in enumerate(families):
         pts = sorted((r["cost"], r["ndcg5"]) for r in rows if r["family"] == fam)
         anchor = fam.startswith("LightGBM")          # the anchors dashed, with crosses
-        ax.plot(*zip(*pts, strict=True), marker="x" if anchor else "o", ms=5 if anchor else 4,
+        # past 20 families the colours repeat: squares then, so no two curves look alike
+        ax.plot(*zip(*pts, strict=True), marker="x" if anchor else "os^"[i // len(colors) % 3], ms=5 if anchor else 4,
                 ls="--" if anchor else "-", color=colors[i % len(colors)], label=fam)
     ax.set_xscale("log")
     ref = [r["ndcg5"] for r in rows if r["method"] == "GBRT LambdaMART"]
