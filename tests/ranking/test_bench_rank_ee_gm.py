@@ -1,29 +1,11 @@
 """benchmarks/bench_rank.py --ee-gm: the per-query Early Exit and cascade part on a chosen Greedy Miser bank."""
-import importlib.util
 import math
-import sys
-from pathlib import Path
 
 import numpy as np
-import pytest
 
 from skinflint import datasets
 from skinflint.metrics import ndcg
 from skinflint.trainers.boosting.ranker import GreedyMiserRanker, proximity_exit
-
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
-
-
-@pytest.fixture(scope="module")
-def bench():
-    sys.path.insert(0, str(BENCH))          # bench_rank imports benchmarks/common.py as "common"
-    try:
-        spec = importlib.util.spec_from_file_location("bench_rank_ee_gm", BENCH / "bench_rank.py")
-        mod = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mod)
-        yield mod
-    finally:
-        sys.path.remove(str(BENCH))
 
 
 def test_pointwise_bank_rows_named_apart_and_not_refit_on_resume(bench, tmp_path):

@@ -1,25 +1,7 @@
 """benchmarks/bench_rank.py's results file: rows written as measured, read back for --resume / --from-results."""
-import importlib.util
 import math
-import sys
-from pathlib import Path
 
 import numpy as np
-import pytest
-
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
-
-
-@pytest.fixture(scope="module")
-def bench():
-    sys.path.insert(0, str(BENCH))          # bench_rank imports benchmarks/common.py as "common"
-    try:
-        spec = importlib.util.spec_from_file_location("bench_rank", BENCH / "bench_rank.py")
-        mod = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mod)
-        yield mod
-    finally:
-        sys.path.remove(str(BENCH))
 
 
 def _row(method, family, ndcg5, cost, **extra):
