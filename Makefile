@@ -64,7 +64,7 @@ onnx-compat: install
 	build/floor/bin/python -m pytest -q -p no:cacheprovider tests/compilers/test_onnx_primitives.py \
 	  tests/parity/test_onnx.py -k "examples_match or empty_batch or ort_format or targets or without_budget or packing or latency_graph"
 	build/floor/bin/python -m pytest -q -p no:cacheprovider tests/parity/test_onnx_categorical.py \
-	  tests/parity/test_onnx_rank.py
+	  tests/parity/test_onnx_rank.py tests/compilers/test_onnx_latency_halt.py
 
 clean:
 	rm -rf $(VENV) skinflint-demo compare-results compare-results-quick .pytest_cache build *.egg-info docs/api/_build
