@@ -45,6 +45,19 @@ def widen(binned, width):
 _RADIX = 11   # bits per pass of the threshold sort: 3 passes over 32-bit keys, 2048 counters each
 
 
+@njit(cache=True, inline="always")
+def _to_key(u):
+    """The order-preserving radix key of float32 bits ``u``: negative values
+    with every bit flipped, the others with the sign bit set."""
+    return ~u if u >> np.uint32(31) else u | np.uint32(0x80000000)
+
+
+@njit(cache=True, inline="always")
+def _from_key(k):
+    """The float32 bits of radix key ``k`` (``_to_key``'s inverse)."""
+    return k ^ np.uint32(0x80000000) if k >> np.uint32(31) else ~k
+
+
 @njit(cache=True, nogil=True)
 def _radix_keys(a, b):
     """Sort the uint32 keys ``a`` (LSD radix, _RADIX bits a pass, ``b`` the
@@ -96,12 +109,12 @@ def _sort_float32(bits):
             return a[:0], False
         if (u & np.uint32(0x7FFFFFFF)) > np.uint32(0x7F800000):   # NaN
             continue
-        a[m] = ~u if u >> np.uint32(31) else u | np.uint32(0x80000000)
+        a[m] = _to_key(u)
         m += 1
     a = _radix_keys(a[:m], np.empty(m, np.uint32))
     for i in range(m):
         k = a[i]
-        a[i] = k ^ np.uint32(0x80000000) if k >> np.uint32(31) else ~k
+        a[i] = _from_key(k)
     return a, True
 
 
@@ -155,7 +168,7 @@ def _sample_thresholds(bits, rows, max_bins, fblock):
                 zero = u == np.uint32(0)
                 keep = (u != np.uint32(0)) & ((u & np.uint32(0x7FFFFFFF)) <= np.uint32(0x7F800000))   # nor NaN
                 neg = u >> np.uint32(31)
-                keys[j, nz[j]] = ~u if neg else u | np.uint32(0x80000000)
+                keys[j, nz[j]] = _to_key(u)
                 nz[j] += keep
                 negs[j] += keep & neg
                 zeros[j] += zero
@@ -181,7 +194,7 @@ def _sample_thresholds(bits, rows, max_bins, fblock):
                     if p == 0 or k != prev:
                         if t == n_uniq - 1:
                             break
-                        out[t] = k ^ np.uint32(0x80000000) if k >> np.uint32(31) else ~k
+                        out[t] = _from_key(k)
                         t += 1
                     prev = k
             else:   # quantiles snapped to data values, below the largest
@@ -193,7 +206,7 @@ def _sample_thresholds(bits, rows, max_bins, fblock):
                     if k >= top:
                         break
                     if t == 0 or k != prev:
-                        out[t] = k ^ np.uint32(0x80000000) if k >> np.uint32(31) else ~k
+                        out[t] = _from_key(k)
                         t += 1
                     prev = k
             n_thr[f] = t
