@@ -40,7 +40,6 @@ _ROW_WISE_SHARE = 64  # nodes of at most N / this many rows are added row-wise (
 # bins larger than this get a row-major copy (``row_major``): off (2**62 bytes) since the feature-by-feature
 # column passes of a level (473k x 519, 6 trees: deepest level 1.48 s CPU with it at 1/64, 0.55 s without)
 _ROW_WISE_BYTES = 1 << 62
-_BY_FEATURE_NODES = 1  # levels of this many nodes or more take their gathered nodes feature by feature
 _GROUP = 32         # features per group at most: their vector histograms (32 x 8 KB) stay in L2 too
 
 
@@ -210,7 +209,7 @@ def build_level(binned, order, starts, stops, slots, g, h, active, hot, hg, hh, 
     default (``_ROW_WISE_BYTES``): it no longer pays.
 
     A level's gathered nodes (not the dense root) take their column passes
-    one feature at a time through every node (``_BY_FEATURE_NODES``): the
+    one feature at a time through every node: the
     feature's column (N bytes: 473 KB at Yahoo size) stays in L2 across the
     level's nodes, where node by node the group's columns (32 x N bytes)
     were read again from L3 or memory for each node and row block.  At
@@ -237,7 +236,6 @@ def _build_level(binned, order, starts, stops, slots, g, h, active, hot, hg, hh,
     # blocks, each block's vectors staying in L2 while every feature of the
     # group adds it (measured 20% faster than one feature over all rows).
     # Blocks go in row order, so every bin still sums its rows in row order.
-    by_feature = K >= _BY_FEATURE_NODES
     for q in prange(n_groups):
         f0, f1 = q * F // n_groups, (q + 1) * F // n_groups
         # per feature (sum g, sum h, count, unused) per bin, then the hot bin's spare slots
@@ -245,8 +243,8 @@ def _build_level(binned, order, starts, stops, slots, g, h, active, hot, hg, hh,
         for k in range(K):
             s = slots[k]
             n = stops[k] - starts[k]
-            if by_feature and n >= below and n < N:
-                continue   # a column pass, below
+            if n >= below and n < N:
+                continue   # a gathered node: the column pass below
             acc[:] = 0.0
             dense = n == N
             if n < below:   # a small node: row by row from the [N, F] copy (build_level)
@@ -277,9 +275,7 @@ def _build_level(binned, order, starts, stops, slots, g, h, active, hot, hg, hh,
                     hg[s, f, b] = a[b, 0]
                     hh[s, f, b] = a[b, 1]
                     hc[s, f, b] = COUNT(a[b, 2])
-        if not by_feature:
-            continue
-        # many nodes: one feature at a time through every node, so its column stays in L2 across the level
+        # gathered nodes: one feature at a time through every node, so its column stays in L2 across the level
         for f in range(f0, f1):
             a = acc[f - f0]
             for k in range(K):
@@ -289,16 +285,14 @@ def _build_level(binned, order, starts, stops, slots, g, h, active, hot, hg, hh,
                 s = slots[k]
                 a[:] = 0.0
                 if active[f]:
-                    dense = False
                     for i0 in range(0, n, _ROW_BLOCK):
                         i1 = min(n, i0 + _ROW_BLOCK)
                         rows = order[starts[k] + i0:starts[k] + i1]
                         block = lanes[off[k] + i0:off[k] + i1]
-                        col = binned[f, i0:i1] if dense else binned[f]
                         if hot[f] < 0 or not keep_hot:
-                            _accumulate4(col, rows, block, a, dense)
+                            _accumulate4(binned[f], rows, block, a, False)
                         else:
-                            _accumulate4_hot(col, rows, block, a, dense, hot[f])
+                            _accumulate4_hot(binned[f], rows, block, a, False, hot[f])
                 for b in range(W):
                     hg[s, f, b] = a[b, 0]
                     hh[s, f, b] = a[b, 1]
