@@ -53,7 +53,8 @@ BANK_DEPTH = 4
 def _data(n, f):
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from bench_train import make_yahoo
-    return make_yahoo(n, f, seed=0)
+    X, y, _, costs = make_yahoo(n, f, seed=0)     # (X, relevance >= 3, the grade, costs)
+    return X, y, costs
 
 
 def _bank(X, y, costs, trees, depth=BANK_DEPTH, tiers=None):
