@@ -330,6 +330,214 @@ def sq_distances(A, Bt):
     return out
 
 
+# ---------------------------------------------------------------- columns of a transposed matrix
+# A trainer that multiplies a few columns of a tall A many times (CSTC's nodes: the active columns
+# of an [n, P] basis, a different set per node) keeps At = A.T (contiguous [P, n]) once and reads the
+# columns it needs as rows: no gathered [n, |cols|] copy per node and solve (at 284k rows x 519
+# features each copy was 1.2 GB of fresh pages), and only those columns' bytes are read.  Each
+# function gives the bits of the plain function on the gathered copy (the same chains, same order).
+
+@njit(cache=True)
+def cols_matvec(At, cols, x):
+    """A[:, cols] @ x from At = A.T: out_i = sum_a At[cols[a], i] x_a, a
+    ascending from 0.0, the bits of ``matvec(A[:, cols], x)``.  One
+    selected row of At at a time through the whole output, vectorised
+    across i (blocks of 1k-32k outputs kept in cache were slower: 1.7-2.3x
+    at 200k x 100 columns, the prefetch restarting at every block)."""
+    n = At.shape[1]
+    m = cols.shape[0]
+    out = np.zeros(n)
+    for a in range(m):
+        row = At[cols[a]]
+        xa = x[a]
+        for i in range(n):
+            out[i] += row[i] * xa
+    return out
+
+
+@njit(cache=True)
+def cols_rmatvec(At, cols, x):
+    """A[:, cols].T @ x from At = A.T: out_a = sum_i At[cols[a], i] x_i, i
+    ascending from 0.0, the bits of ``rmatvec(A[:, cols], x)``.  Eight
+    columns at a time, each its own chain (eight independent adds in
+    flight; one chain is bound by the add's latency)."""
+    n = At.shape[1]
+    m = cols.shape[0]
+    out = np.zeros(m)
+    a = 0
+    while a + 8 <= m:
+        r0 = cols[a]
+        r1 = cols[a + 1]
+        r2 = cols[a + 2]
+        r3 = cols[a + 3]
+        r4 = cols[a + 4]
+        r5 = cols[a + 5]
+        r6 = cols[a + 6]
+        r7 = cols[a + 7]
+        s0 = 0.0
+        s1 = 0.0
+        s2 = 0.0
+        s3 = 0.0
+        s4 = 0.0
+        s5 = 0.0
+        s6 = 0.0
+        s7 = 0.0
+        for i in range(n):
+            xi = x[i]
+            s0 += At[r0, i] * xi
+            s1 += At[r1, i] * xi
+            s2 += At[r2, i] * xi
+            s3 += At[r3, i] * xi
+            s4 += At[r4, i] * xi
+            s5 += At[r5, i] * xi
+            s6 += At[r6, i] * xi
+            s7 += At[r7, i] * xi
+        out[a] = s0
+        out[a + 1] = s1
+        out[a + 2] = s2
+        out[a + 3] = s3
+        out[a + 4] = s4
+        out[a + 5] = s5
+        out[a + 6] = s6
+        out[a + 7] = s7
+        a += 8
+    while a < m:
+        r = cols[a]
+        s = 0.0
+        for i in range(n):
+            s += At[r, i] * x[i]
+        out[a] = s
+        a += 1
+    return out
+
+
+@njit(cache=True)
+def cols_bias_gram(At, cols, w):
+    """X1' diag(w) X1 for X1 = [1, A[:, cols]], from At = A.T without the
+    copy X1: the bits of ``weighted_gram(X1, w)`` (every entry the chain
+    (w_i X1_ij) X1_il, i ascending from 0.0, upper triangle mirrored; a 1.0
+    factor is exact, so the bias row is sum_i w_i A_il).  Rows in blocks of
+    ``GRAM_ROWS`` (the selected rows' blocks stay in L2 across the tiles),
+    4 x 4 tiles in registers as ``gram_upper_add``."""
+    n = At.shape[1]
+    m = cols.shape[0]
+    G = np.zeros((m + 1, m + 1))
+    for i0 in range(0, n, GRAM_ROWS):
+        i1 = min(i0 + GRAM_ROWS, n)
+        g = G[0, 0]
+        for i in range(i0, i1):
+            g += w[i]
+        G[0, 0] = g
+        for l in range(m):
+            r = cols[l]
+            g = G[0, l + 1]
+            for i in range(i0, i1):
+                g += w[i] * At[r, i]
+            G[0, l + 1] = g
+        j = 0
+        while j + 4 <= m:
+            l = j
+            while l + 4 <= m:
+                _gram_tile_t(At, cols, w, G, i0, i1, j, l)
+                l += 4
+            for r in range(j, j + 4):
+                for c in range(max(l, r), m):
+                    _gram_cell_t(At, cols, w, G, i0, i1, r, c)
+            j += 4
+        for r in range(j, m):
+            for c in range(r, m):
+                _gram_cell_t(At, cols, w, G, i0, i1, r, c)
+    for j in range(m + 1):
+        for l in range(j):
+            G[j, l] = G[l, j]
+    return G
+
+
+@njit(cache=True)
+def _gram_cell_t(At, cols, w, G, i0, i1, j, l):
+    """Rows i0..i1-1 added to G[1 + j, 1 + l] (columns cols[j], cols[l] of A)."""
+    rj = cols[j]
+    rl = cols[l]
+    g = G[1 + j, 1 + l]
+    for i in range(i0, i1):
+        g += (w[i] * At[rj, i]) * At[rl, i]
+    G[1 + j, 1 + l] = g
+
+
+@njit(cache=True)
+def _gram_tile_t(At, cols, w, G, i0, i1, j, l):
+    """Rows i0..i1-1 added to the 4 x 4 block G[1+j:1+j+4, 1+l:1+l+4] (the
+    bias row and column are G's first), each entry its own chain, in
+    registers: ``_gram_tile`` reading the columns as rows of At."""
+    a0r = cols[j]
+    a1r = cols[j + 1]
+    a2r = cols[j + 2]
+    a3r = cols[j + 3]
+    x0r = cols[l]
+    x1r = cols[l + 1]
+    x2r = cols[l + 2]
+    x3r = cols[l + 3]
+    o, q = 1 + j, 1 + l
+    g00 = G[o, q]
+    g01 = G[o, q + 1]
+    g02 = G[o, q + 2]
+    g03 = G[o, q + 3]
+    g10 = G[o + 1, q]
+    g11 = G[o + 1, q + 1]
+    g12 = G[o + 1, q + 2]
+    g13 = G[o + 1, q + 3]
+    g20 = G[o + 2, q]
+    g21 = G[o + 2, q + 1]
+    g22 = G[o + 2, q + 2]
+    g23 = G[o + 2, q + 3]
+    g30 = G[o + 3, q]
+    g31 = G[o + 3, q + 1]
+    g32 = G[o + 3, q + 2]
+    g33 = G[o + 3, q + 3]
+    for i in range(i0, i1):
+        wi = w[i]
+        a0 = wi * At[a0r, i]
+        a1 = wi * At[a1r, i]
+        a2 = wi * At[a2r, i]
+        a3 = wi * At[a3r, i]
+        x0 = At[x0r, i]
+        x1 = At[x1r, i]
+        x2 = At[x2r, i]
+        x3 = At[x3r, i]
+        g00 += a0 * x0
+        g01 += a0 * x1
+        g02 += a0 * x2
+        g03 += a0 * x3
+        g10 += a1 * x0
+        g11 += a1 * x1
+        g12 += a1 * x2
+        g13 += a1 * x3
+        g20 += a2 * x0
+        g21 += a2 * x1
+        g22 += a2 * x2
+        g23 += a2 * x3
+        g30 += a3 * x0
+        g31 += a3 * x1
+        g32 += a3 * x2
+        g33 += a3 * x3
+    G[o, q] = g00
+    G[o, q + 1] = g01
+    G[o, q + 2] = g02
+    G[o, q + 3] = g03
+    G[o + 1, q] = g10
+    G[o + 1, q + 1] = g11
+    G[o + 1, q + 2] = g12
+    G[o + 1, q + 3] = g13
+    G[o + 2, q] = g20
+    G[o + 2, q + 1] = g21
+    G[o + 2, q + 2] = g22
+    G[o + 2, q + 3] = g23
+    G[o + 3, q] = g30
+    G[o + 3, q + 1] = g31
+    G[o + 3, q + 2] = g32
+    G[o + 3, q + 3] = g33
+
+
 # ---------------------------------------------------------------- factorisations
 
 
@@ -399,21 +607,26 @@ def solve_lower_t(L, B):
 
 
 @njit(cache=True, inline="always")
-def _reflect_columns(R, j, v0, vv, T, k0):
+def _reflect_columns(Rt, j, v0, vv, Tt, k0):
     """Apply the Householder reflector of column j, H = I - 2 v v' / (v'v)
     with v = (v0, R[j+1:, j]) and v'v = ``vv``, to the columns k0.. of T
     (rows j..; T may be R itself, right of column j): per column,
     s = v0 T_jk + sum_{i>j} R_ij T_ik, i ascending, then T_k -= (2 s / vv) v.
-    Inlined (as a call it cost ``lstsq`` ~20 % on [2000, 20])."""
-    n = R.shape[0]
-    for k in range(k0, T.shape[1]):
-        s = v0 * T[j, k]
+    R and T are stored transposed (``Rt``, ``Tt``: a column is a contiguous
+    row), so every sum streams two contiguous rows; in row-major storage each
+    step of i was a cache line (at 20k rows x 519 columns, a page) further
+    on.  Inlined (as a call it cost ``lstsq`` ~20 % on [2000, 20])."""
+    n = Rt.shape[1]
+    vj = Rt[j]
+    for k in range(k0, Tt.shape[0]):
+        tk = Tt[k]
+        s = v0 * tk[j]
         for i in range(j + 1, n):
-            s += R[i, j] * T[i, k]
+            s += vj[i] * tk[i]
         f = 2.0 * s / vv
-        T[j, k] -= f * v0
+        tk[j] -= f * v0
         for i in range(j + 1, n):
-            T[i, k] -= f * R[i, j]
+            tk[i] -= f * vj[i]
 
 
 @njit(cache=True)
@@ -452,25 +665,28 @@ def _lu_solve(A, B):
 def _householder_lstsq(A, B):
     """Least squares, min |A X - B|, for A [n, p] of full column rank (n >= p), by
     Householder QR (columns in order, each reflector's sums over rows
-    ascending) and back substitution; returns (X [p, r], ok)."""
+    ascending) and back substitution; returns (X [p, r], ok).  R and the
+    right-hand sides are worked on transposed (a column per contiguous row);
+    the arithmetic is the row-major loop's, in the same order."""
     n, p = A.shape
-    R = A.copy()
-    Y = B.copy()
+    Rt = np.ascontiguousarray(A.T)
+    Yt = np.ascontiguousarray(B.T)
     for j in range(p):
+        rj = Rt[j]
         nrm = 0.0
         for i in range(j, n):
-            nrm += R[i, j] * R[i, j]
+            nrm += rj[i] * rj[i]
         nrm = np.sqrt(nrm)
         if nrm == 0.0:
-            return Y[:p], False
-        alpha = -nrm if R[j, j] >= 0.0 else nrm
-        v0 = R[j, j] - alpha
+            return Yt.T[:p].copy(), False
+        alpha = -nrm if rj[j] >= 0.0 else nrm
+        v0 = rj[j] - alpha
         # v = (v0, R[j+1:, j]); H = I - 2 v v' / (v'v), v'v = -2 alpha v0
         vv = -2.0 * alpha * v0
-        R[j, j] = alpha
-        _reflect_columns(R, j, v0, vv, R, j + 1)
-        _reflect_columns(R, j, v0, vv, Y, 0)
-    return _solve_upper(R, Y, p), True
+        rj[j] = alpha
+        _reflect_columns(Rt, j, v0, vv, Rt, j + 1)
+        _reflect_columns(Rt, j, v0, vv, Yt, 0)
+    return _solve_upper(Rt.T, Yt.T, p), True
 
 
 # ---------------------------------------------------------------- Python entry points

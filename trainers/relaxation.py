@@ -60,6 +60,20 @@ def design(X, cols, w, y):
     return X1, linalg.weighted_gram(X1, w), linalg.rmatvec(X1, w * y)
 
 
+def design_t(Xt, cols, w, y):
+    """``design``'s normal equations (without X1) from the transposed basis
+    ``Xt`` = X.T (contiguous [P, n]), reading only the rows ``cols``: the
+    same bits (``linalg.cols_bias_gram``, ``linalg.cols_rmatvec``; the bias
+    entry of the right-hand side is sum_i w_i y_i, i ascending, as
+    ``rmatvec`` sums 1.0 * w_i y_i)."""
+    cols = np.asarray(cols, np.int64)
+    wy = w * y
+    rhs = np.empty(cols.shape[0] + 1)
+    rhs[0] = linalg.dot(np.ones(wy.shape[0]), wy)
+    rhs[1:] = linalg.cols_rmatvec(Xt, cols, wy)
+    return linalg.cols_bias_gram(Xt, cols, w), rhs
+
+
 def item_norms(M, G, a, beta2):
     """eta_m = sqrt(G_m + a sum_c M_mc beta_c^2), the items' group norms
     (Lemma 1's optimal auxiliaries)."""
@@ -78,7 +92,7 @@ def _ridge_solve(gram, rhs, idx, diag):
 
 
 def lemma1_fit(gram, rhs, X, y, w, M, ct, G, a, lam_P, rho, clamp, cols, *, n_iter, tol,
-               start=None, ridge=1e-6):
+               start=None, ridge=1e-6, Xt=None):
     """Minimise ``f`` over the bias and ``beta`` on ``cols`` by Lemma-1 IRLS.
 
     Parameters
@@ -86,7 +100,7 @@ def lemma1_fit(gram, rhs, X, y, w, M, ct, G, a, lam_P, rho, clamp, cols, *, n_it
     gram, rhs : float64 [len(cols)+1, len(cols)+1], [len(cols)+1]
         Normal equations of [1, X[:, cols]] with the row weights ``w``
         (``design(X, cols, w, y)``).
-    X : float64 [n, P]; y, w : float64 [n]
+    X : float64 [n, P] or None (with ``Xt``); y, w : float64 [n]
     M : float64 [m, P]; ct, G : float64 [m]; a, lam_P, rho : float
         The cost term (see the module docstring).
     clamp : float
@@ -101,12 +115,17 @@ def lemma1_fit(gram, rhs, X, y, w, M, ct, G, a, lam_P, rho, clamp, cols, *, n_it
     start : (float, float64 [len(cols)]) or None
         The current (b, beta on cols); None starts from the ridge solution
         with ``ridge`` times the mean diagonal on the weights (not the bias).
+    Xt : float64 [P, n] or None
+        X.T, contiguous: the residuals then read only the rows of the
+        non-zero weights (``linalg.cols_matvec``).  The same bits as
+        ``matvec(X, beta)``: a row's sum starts at +0.0 and adding a +-0
+        product never changes it.
 
     Returns
     -------
     (b, beta [P], f): the best point met (f never rises from it).
     """
-    P = X.shape[1]
+    P = X.shape[1] if Xt is None else Xt.shape[0]
     cols = np.asarray(cols, np.int64)
     pos = np.arange(cols.shape[0])          # the live columns, as positions in ``cols`` (and gram)
     if start is None:
@@ -123,7 +142,11 @@ def lemma1_fit(gram, rhs, X, y, w, M, ct, G, a, lam_P, rho, clamp, cols, *, n_it
         beta[cols[pos]] = z[1:]
         beta[np.abs(beta) < clamp] = 0.0
         eta = item_norms(M, G, a, beta * beta)
-        r = y - (z[0] + linalg.matvec(X, beta))
+        if Xt is None:
+            r = y - (z[0] + linalg.matvec(X, beta))
+        else:
+            nz = np.flatnonzero(beta)
+            r = y - (z[0] + linalg.cols_matvec(Xt, nz, beta[nz]))
         f = 0.5 * linalg.dot(w, r * r) + rho * float(np.abs(beta).sum()) + lam_P * linalg.dot(ct, eta)
         if f > best_f * (1 - tol):
             if f < best_f:

@@ -118,7 +118,10 @@ def greedy_select(Xc, yc, col_ptr, col_items, item_cost, paid, inherited, budget
     spent = 0.0
     if var <= 0.0 or n == 0:
         return order[:0], gains[:0], spent
-    Q = np.zeros((n, max_select))
+    # Q's columns stored as rows (Qt[j] = q_j, contiguous): Gram-Schmidt reads and writes whole
+    # columns of Q, which in an [n, max_select] array were n cache lines (and pages) apart; the
+    # arithmetic and its order are the same
+    Qt = np.zeros((max_select, n))
     C = np.zeros((max_select, P))
     norm2 = np.empty(P)
     for a in range(P):
@@ -175,11 +178,12 @@ def greedy_select(Xc, yc, col_ptr, col_items, item_cost, paid, inherited, budget
             v[i] = Xc[i, best]
         for _rep in range(2):     # Gram-Schmidt twice ("twice is enough")
             for j in range(k):
+                qj = Qt[j]
                 d = 0.0
                 for i in range(n):
-                    d += Q[i, j] * v[i]
+                    d += qj[i] * v[i]
                 for i in range(n):
-                    v[i] -= d * Q[i, j]
+                    v[i] -= d * qj[i]
         nv = 0.0
         for i in range(n):
             nv += v[i] * v[i]
@@ -187,14 +191,15 @@ def greedy_select(Xc, yc, col_ptr, col_items, item_cost, paid, inherited, budget
         if nv <= 0.0:
             taken[best] = True
             continue
+        qk = Qt[k]
         for i in range(n):
-            Q[i, k] = v[i] / nv
+            qk[i] = v[i] / nv
         qy = 0.0
         for i in range(n):
-            qy += Q[i, k] * r[i]
+            qy += qk[i] * r[i]
         for i in range(n):
-            r[i] -= qy * Q[i, k]
-        _xtv(Xc, Q[:, k].copy(), xr)
+            r[i] -= qy * qk[i]
+        _xtv(Xc, qk, xr)
         for a in range(P):
             C[k, a] = xr[a]
             cn2[a] += xr[a] * xr[a]

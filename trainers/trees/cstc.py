@@ -349,8 +349,8 @@ class _CSTCMixin(_TreeIR):
     def _fit(self, X, t, basis, val, depth):
         Z32 = basis.matrix(X)
         self._std = std = Standardizer.fit(Z32, t)
-        tree = SoftTree(std.columns(Z32), std.target(t), basis.items(), depth,
-                        self.cost_tradeoff, self.rho, self.steepness)
+        tree = SoftTree(None, std.target(t), basis.items(), depth, self.cost_tradeoff, self.rho,
+                        self.steepness, PhiT=std.columns_t(Z32))
         tree.initialise()
         prune = self._prune_when() if val is not None and tree.K > 1 else None
         if prune == "before":

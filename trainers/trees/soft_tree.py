@@ -31,7 +31,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import lbfgs, linalg
-from ..relaxation import design, lemma1_fit, refit, routing
+from ..relaxation import design_t, lemma1_fit, refit, routing
 from .tree_ir import CostItems, tie_aware_split
 
 TERM = -1          # a slot holding a terminal element
@@ -43,8 +43,8 @@ class SoftTree:
 
     Parameters
     ----------
-    Phi : float64 [n, P]
-        Standardised basis (raw features or tree outputs).
+    Phi : float64 [n, P] or None
+        Standardised basis (raw features or tree outputs); None with ``PhiT``.
     y : float64 [n]
         Standardised target.
     items : CostItems
@@ -58,13 +58,22 @@ class SoftTree:
         gamma of the soft routing (1 in T(3.5)).
     clamp : float
         |beta| below this is set to 0 for good (thesis §3.4.3: 1e-4).
+    PhiT : float64 [P, n] or None
+        The basis transposed (``Standardizer.columns_t``), which the tree
+        keeps instead of ``Phi``: every product reads the columns it needs
+        as contiguous rows (``linalg.cols_*``, the bits of the products on
+        gathered columns), so no node or solve copies its active columns
+        (at 284k rows x 519 features each copy was 1.2 GB of fresh pages)
+        and a sparse node reads only its non-zero columns.
     """
 
     def __init__(self, Phi, y, items: CostItems, depth, lam, rho=1e-3, steepness=50.0,
-                 clamp=1e-4):
-        self.Phi = np.ascontiguousarray(Phi, np.float64)
+                 clamp=1e-4, *, PhiT=None):
+        if PhiT is None:
+            PhiT = np.asarray(Phi, np.float64).T
+        self.PhiT = np.ascontiguousarray(PhiT, np.float64)
         self.y = np.asarray(y, np.float64)
-        self.n, self.P = self.Phi.shape
+        self.P, self.n = self.PhiT.shape
         self.items = items
         self.M = np.ascontiguousarray(items.matrix, np.float64)
         self.lam, self.rho, self.gamma, self.clamp_at = float(lam), float(rho), float(steepness), clamp
@@ -84,6 +93,11 @@ class SoftTree:
         self.history: list = []             # (round, J)
         self.round = 0
         self._scores: dict = {}             # node -> (beta^k, b^k, its scores): see scores()
+
+    @property
+    def Phi(self):
+        """The basis [n, P] (a view of ``PhiT``)."""
+        return self.PhiT.T
 
     # ------------------------------------------------------------ structure
     def nodes(self):
@@ -131,19 +145,15 @@ class SoftTree:
         change: block coordinate descent moves one node at a time, and every
         ``forward`` reads all K (at 10k rows x 200 bank trees, depth 3, it was
         half of CSTC's fit).  Columns with a zero weight are left out of the
-        product when they are most of them: a row's sum starts at +0 and adds
-        the products in ascending column order, and adding a +-0 product to
-        such a sum never changes it, so the bits are those of the full
-        ``matvec``."""
+        product: a row's sum starts at +0 and adds the products in ascending
+        column order, and adding a +-0 product to such a sum never changes
+        it, so the bits are those of the full ``matvec``."""
         beta, b = self.beta[k], self.bias[k]
         hit = self._scores.get(k)
         if hit is not None and hit[1] == b and np.array_equal(hit[0], beta):
             return hit[2]
         nz = np.flatnonzero(beta)
-        if 2 * nz.size < self.P:
-            out = b + linalg.matvec(np.ascontiguousarray(self.Phi[:, nz]), beta[nz])
-        else:
-            out = b + linalg.matvec(self.Phi, beta)
+        out = b + linalg.cols_matvec(self.PhiT, nz, beta[nz])
         out.setflags(write=False)
         self._scores[k] = (beta.copy(), float(b), out)
         return out
@@ -213,10 +223,10 @@ class SoftTree:
         Gamma_c = rho/gamma_c + lam P sum_{m ni c} ct_m/eta_m), from the
         ridge solution (``ridge_start``) or the node's current weights."""
         A = np.flatnonzero(self.active[k])
-        _, gram, rhs = design(self.Phi, A, w, self.y)
+        gram, rhs = design_t(self.PhiT, A, w, self.y)
         start = None if ridge_start else (self.bias[k], self.beta[k, A])
-        b, beta, _ = lemma1_fit(gram, rhs, self.Phi, self.y, w, self.M, ct, G_other, 1.0, self.lam * P,
-                                self.rho, self.clamp_at, A, n_iter=n_iter, tol=tol, start=start)
+        b, beta, _ = lemma1_fit(gram, rhs, None, self.y, w, self.M, ct, G_other, 1.0, self.lam * P,
+                                self.rho, self.clamp_at, A, n_iter=n_iter, tol=tol, start=start, Xt=self.PhiT)
         self.beta[k], self.bias[k] = beta, b
         self._clamp(k)
 
@@ -252,8 +262,7 @@ class SoftTree:
             ct = np.stack([self.ctilde(t) for t in terms])
             sides.append((L, R, Go, eta, ct))
         gam = np.abs(self.beta[k, A])
-        return dict(k=k, A=A, w=p[k] / self.n, PhiA=np.ascontiguousarray(self.Phi[:, A]),
-                    PhiAt=np.ascontiguousarray(self.Phi[:, A].T),
+        return dict(k=k, A=A, w=p[k] / self.n,
                     MA=np.ascontiguousarray(self.M[:, A]),
                     sides=sides, rho_over=(self.rho / gam) if self.rho > 0 else np.zeros(A.size))
 
@@ -263,7 +272,7 @@ class SoftTree:
         A^s = L^s + lam R^s C^s, C_l = 1/2 sum_m ct_lm (G_lm/eta_lm + eta_lm)."""
         b, beta, th = z[0], z[1:-1], z[-1]
         w, g = prob["w"], self.gamma
-        s = b + linalg.rmatvec(prob["PhiAt"], beta)    # = PhiA beta, columns ascending
+        s = b + linalg.cols_matvec(self.PhiT, prob["A"], beta)    # = Phi[:, A] beta, columns ascending
         sig = routing(s, th, g)
         gk = linalg.matvec(prob["MA"], beta * beta)
         Aside, coef = [], np.zeros(prob["MA"].shape[0])
@@ -280,7 +289,7 @@ class SoftTree:
         ds = w * (r + dsig)
         grad = np.empty_like(z)
         grad[0] = ds.sum()
-        grad[1:-1] = (linalg.rmatvec(prob["PhiA"], ds) + prob["rho_over"] * beta
+        grad[1:-1] = (linalg.cols_rmatvec(self.PhiT, prob["A"], ds) + prob["rho_over"] * beta
                       + linalg.rmatvec(prob["MA"], coef) * beta)
         grad[-1] = -linalg.dot(w, dsig)
         return f, grad
@@ -344,7 +353,7 @@ class SoftTree:
         l1 by IRLS (thesis §3.4.4 fine-tuning; ``relaxation.refit``).
         Returns (beta [P], b)."""
         rho = self.rho if rho is None else rho
-        _, gram, rhs = design(self.Phi, cols, w, self.y)
+        gram, rhs = design_t(self.PhiT, cols, w, self.y)
         z = refit(gram, rhs, rho, n_iter=n_iter)
         beta = np.zeros(self.P)
         beta[cols] = z[1:]

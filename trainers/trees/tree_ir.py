@@ -112,6 +112,17 @@ class Standardizer:
     def columns(self, Phi):
         return (np.asarray(Phi, np.float64) - self.mean) / self.scale
 
+    def columns_t(self, Phi, block=4096):
+        """``columns(Phi).T`` as a contiguous [P, n] array (``SoftTree``'s
+        ``PhiT``): each entry the same (x - mean_c) / scale_c, computed over
+        blocks of ``block`` rows, without [n, P] float64 temporaries."""
+        Phi = np.asarray(Phi)
+        n = Phi.shape[0]
+        out = np.empty((Phi.shape[1], n))
+        for i0 in range(0, n, block):
+            out[:, i0:i0 + block] = ((np.asarray(Phi[i0:i0 + block], np.float64) - self.mean) / self.scale).T
+        return out
+
     def target(self, y):
         return (np.asarray(y, np.float64) - self.y_mean) / self.y_scale
 

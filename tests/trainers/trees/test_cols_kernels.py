@@ -1,0 +1,40 @@
+"""The column kernels on a transposed basis (linalg.cols_matvec, cols_rmatvec,
+cols_bias_gram; CSTC's products) must give the bits of the plain kernels on
+the gathered columns, or CSTC models would change: exact comparisons, no
+tolerance."""
+import numpy as np
+import pytest
+
+from skinflint.trainers import linalg
+from skinflint.trainers.relaxation import design, design_t
+
+
+@pytest.mark.parametrize("n,P,m", [(1, 3, 1), (203, 12, 7), (2500, 40, 17), (1031, 9, 9), (300, 30, 0)])
+def test_column_kernels_are_the_gathered_products_bits(n, P, m):
+    rng = np.random.default_rng(n + P + m)
+    A = rng.normal(size=(n, P)) * rng.uniform(0.1, 1e3, P)        # mixed scales: rounding that order would show
+    A[rng.random((n, P)) < 0.3] = 0.0
+    At = np.ascontiguousarray(A.T)
+    cols = np.sort(rng.choice(P, m, replace=False)).astype(np.int64)
+    x, v, w = rng.normal(size=m), rng.normal(size=n), rng.uniform(0, 2, n)
+    Ac = np.ascontiguousarray(A[:, cols])
+    assert np.array_equal(linalg.cols_matvec(At, cols, x), linalg.matvec(Ac, x))
+    assert np.array_equal(linalg.cols_rmatvec(At, cols, v), linalg.rmatvec(Ac, v))
+    y = rng.normal(size=n)
+    _, gram, rhs = design(A, cols, w, y)
+    gram_t, rhs_t = design_t(At, cols, w, y)
+    assert np.array_equal(gram_t, gram)
+    assert np.array_equal(rhs_t, rhs)
+
+
+def test_zero_weights_left_out_of_cols_matvec_change_no_bit():
+    # SoftTree.scores multiplies only the non-zero weights: a row's sum starts at +0.0 and adding a
+    # +-0 product never changes it, so the result is the full product's
+    rng = np.random.default_rng(1)
+    A = rng.normal(size=(517, 23))
+    beta = rng.normal(size=23)
+    beta[rng.random(23) < 0.6] = 0.0
+    beta[3] = -0.0
+    nz = np.flatnonzero(beta)
+    got = linalg.cols_matvec(np.ascontiguousarray(A.T), nz, beta[nz])
+    assert np.array_equal(got, linalg.matvec(A, beta))
