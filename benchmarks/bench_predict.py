@@ -4,6 +4,7 @@ tl2cgen-generated C for the same trees, in one run.
     python benchmarks/bench_predict.py [--rows 20000] [--only c|onnx] [--onnx-cpu]
     python benchmarks/bench_predict.py --save DIR       # before a compiler change
     python benchmarks/bench_predict.py --against DIR    # after it: old vs new
+    python benchmarks/bench_predict.py --latency-parts [--rounds 101]   # where a single row's time goes
 
 ``--save`` / ``--against`` need no anchors: synthetic depth-6 trees (100
 and 1000, seeded) are compiled to the exact ONNX graph and to C; ``--save``
@@ -22,6 +23,14 @@ time at 100 and 1000 trees, Cortex-M4 object size and flash bytes per tree
 node, and the Python-level reference (numba) throughput.  C is timed three ways: the
 blocked batch walk (``sfm_predict_batch``), the per-row dense API and the
 on-demand API.
+
+``--latency-parts``: the 100-tree latency graph (``batch_hint=1``, budget
+input) on single rows against the converted model and a copy of itself
+(the copy's difference is the noise floor), medians of paired rounds; then
+what each part of the graph costs: the graph with that part's ops removed
+(their outputs held as constants, onnxruntime's optimizations off on both
+so nothing downstream folds) against the whole graph, and the outputs'
+Python cost (all six fetched against two).
 
 ONNX: the same trees through onnxruntime as skinflint's exact graph (scores,
 per-row cost, stage, features used, budget input) and fast graph (one summed
@@ -201,6 +210,114 @@ def bench_onnx(clf, model, X, cpu=False):
 
 
 
+# the latency graph's parts (``--latency-parts``), told apart by node name and op
+LATENCY_PARTS = ("tree operator, its Cast and Split", "halt: sort, budget test, min", "features_used and cost",
+                 "stage", "score: values, CumSum, pick", "label", "probabilities (exact logistic)")
+
+
+def _latency_part(node):
+    """The index in LATENCY_PARTS of a latency graph's node."""
+    name, op = node.name, node.op_type
+    if name.startswith("leaf/ensemble/"):
+        return 0
+    if name.startswith("pay/guarded/"):
+        return 2 if op in ("Less", "ReduceSum") or (op == "Cast" and node.input[0] == "features_used") else 1
+    if name.startswith("route/stage/"):
+        return 3
+    if name.startswith(("leaf/values/", "value/", "route/scores/")):
+        return 4
+    if name.startswith(("out/Mul", "out/ArgMax")):
+        return 5
+    if name.startswith(("out/Cast", "out/proba/")):
+        return 6
+    raise ValueError(f"latency graph node {name} belongs to no part")
+
+
+def _paired_rounds(sessions, feeds, rounds, reps=300):
+    """[rounds, len(sessions)] CPU microseconds per single-row call: each
+    round runs every session on ``reps`` rows, in a fresh random order."""
+    import time
+    rng = np.random.default_rng(0)
+    t = np.zeros((rounds, len(sessions)))
+    for r in range(rounds + 2):      # two warm-up rounds
+        for k in rng.permutation(len(sessions)):
+            run, fk = sessions[k], feeds[k]
+            t0 = time.process_time()
+            for i in range(reps):
+                run(fk[i])
+            if r >= 2:
+                t[r - 2, k] = (time.process_time() - t0) / reps * 1e6
+    return t
+
+
+def latency_parts(clf, model, X, rounds=101):
+    """Where a single row's time goes in the 100-tree latency graph (one
+    thread, CPU time, paired rounds; docs/onnx.md, issue 30)."""
+    import copy
+
+    import onnx
+    import onnxmltools
+    import onnxruntime as ort
+    from onnx import numpy_helper
+    from onnxmltools.convert.common.data_types import FloatTensorType
+
+    from skinflint.compilers.onnx import compile_onnx
+    F = X.shape[1]
+    conv = onnxmltools.convert_lightgbm(clf, initial_types=[("X", FloatTensorType([None, F]))], zipmap=False,
+                                        target_opset=15)
+    proto = compile_onnx(model, batch_hint=1)
+    rows = [X[i:i + 1] for i in range(300)]
+    b1 = np.full(1, np.inf)
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = opts.inter_op_num_threads = 1
+    opts.log_severity_level = 3
+
+    def session(p, o=opts):
+        return ort.InferenceSession(p.SerializeToString(), o, providers=["CPUExecutionProvider"])
+    s_conv, s_exact, s_copy = session(conv), session(proto), session(proto)
+    exact_feeds = [{"X": x, "budget": b1} for x in rows]
+    t = _paired_rounds([lambda f: s_conv.run(None, f), lambda f: s_exact.run(None, f),
+                        lambda f: s_copy.run(None, f), lambda f: s_exact.run(["label", "probabilities"], f)],
+                       [[{"X": x} for x in rows], exact_feeds, exact_feeds, exact_feeds], rounds)
+    med = np.median(t, 0)
+    print(f"  100 trees, latency graph ({len(proto.graph.node)} ops), single rows, one thread, CPU time, "
+          f"median of {rounds} paired rounds:")
+    print(f"    converted model {med[0]:6.2f} us; exact {med[1]:6.2f} us "
+          f"({np.median(t[:, 1] / t[:, 0]):.3f}x, per round); a copy of it differs by "
+          f"{np.median(t[:, 2] - t[:, 1]):+.2f} us (the noise floor)")
+    print(f"    four outputs (scores, cost, stage, features_used) in Python: {np.median(t[:, 1] - t[:, 3]):.2f} us")
+    # per part: the graph without its ops, their outputs held as one row's
+    # values; onnxruntime's optimizations off on both graphs
+    values = copy.deepcopy(proto)
+    named = {o.name for o in values.graph.output}
+    for n in values.graph.node:
+        values.graph.output.extend(onnx.ValueInfoProto(name=o) for o in n.output if o not in named)
+    plain = ort.SessionOptions()
+    plain.intra_op_num_threads = plain.inter_op_num_threads = 1
+    plain.log_severity_level = 3
+    plain.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    sv = session(values, plain)
+    held = dict(zip([o.name for o in sv.get_outputs()], sv.run(None, exact_feeds[0])))
+    cut = []
+    for k in range(len(LATENCY_PARTS)):
+        part = copy.deepcopy(proto)
+        gone = [n for n in part.graph.node if _latency_part(n) == k]
+        kept = [n for n in part.graph.node if _latency_part(n) != k]
+        needed = {i for n in kept for i in n.input} | named
+        del part.graph.node[:]
+        part.graph.node.extend(kept)
+        part.graph.initializer.extend(numpy_helper.from_array(held[o], o) for n in gone for o in n.output
+                                      if o in needed)
+        cut.append((len(gone), session(part, plain)))
+    whole = session(proto, plain)
+    runs = [lambda f: whole.run(None, f)] + [lambda f, s=s: s.run(None, f) for _, s in cut]
+    t = _paired_rounds(runs, [exact_feeds] * len(runs), rounds)
+    print(f"    parts (the graph without them against the whole, {np.median(t[:, 0]):.2f} us with "
+          f"optimizations off):")
+    for k, (name, (n_ops, _)) in enumerate(zip(LATENCY_PARTS, cut)):
+        print(f"      {name:<36} {n_ops:3d} ops  {np.median(t[:, 0] - t[:, k + 1]):6.2f} us")
+
+
 def synthetic_model(n_trees, n_features=50, depth=6, seed=0):
     """Complete random trees (thresholds N(0, 1), unit feature costs): a
     stand-in for LightGBM's when the anchors are not installed."""
@@ -327,6 +444,9 @@ def main():
     ap.add_argument("--only", choices=["c", "onnx"], help="run one half (tl2cgen takes minutes)")
     ap.add_argument("--onnx-cpu", action="store_true",
                     help="ONNX on one onnxruntime thread, timed in CPU seconds (steadier on a busy machine)")
+    ap.add_argument("--latency-parts", action="store_true",
+                    help="where a single row's time goes in the 100-tree latency graph, and its ratio")
+    ap.add_argument("--rounds", type=int, default=101, help="paired rounds of --latency-parts")
     args = ap.parse_args()
     if args.save:
         return save_artifacts(args.save)
@@ -340,10 +460,12 @@ def main():
     X = rng.normal(size=(args.rows, F)).astype(np.float32)
     y = (X[:, :5].sum(1) + np.sin(3 * X[:, 5]) > 0).astype(int)
     print(f"{args.rows} rows x {F} features, depth-6 trees")
-    for T in (100, 1000):
+    for T in ((100,) if args.latency_parts else (100, 1000)):
         clf = lgb.LGBMClassifier(n_estimators=T, max_depth=6, num_leaves=63, learning_rate=0.05,
                                  verbose=-1).fit(X, y)
         model = from_lightgbm(clf)   # unit costs; routing exact (docs/importers.md)
+        if args.latency_parts:
+            return latency_parts(clf, model, X, args.rounds)
         print(f"\n{T} trees ({model.nodes[0].feature.shape[0]} nodes)")
         if args.only != "c":
             bench_onnx(clf, model, X, cpu=args.onnx_cpu)
@@ -477,8 +599,9 @@ if __name__ == "__main__":
     for _opt in ("--save", "--against", "--only"):
         _args.add_argument(_opt)
     _args.add_argument("--onnx-cpu", action="store_true")
+    _args.add_argument("--latency-parts", action="store_true")
     _args.add_argument("--rows", type=int, default=20_000)
     _args.add_argument("--features", type=int, default=50)
     _args = _args.parse_known_args()[0]
-    if not (_args.save or _args.against or _args.only == "c" or _args.onnx_cpu):
+    if not (_args.save or _args.against or _args.only == "c" or _args.onnx_cpu or _args.latency_parts):
         bench_onnx_targets(_args.rows, _args.features)
