@@ -22,6 +22,9 @@ then fits the trainer on that bank, each timed (wall and process CPU):
   as AFR grew, at AFR's depth, on the same rows (timed after the fit).
 * CVM compresses a full rbf SVM fitted on ``--cvm-rows`` rows (at most);
   its ratio is the compression over that SVM's fit (CVM has no tree bank).
+* ``--raw``: CSTC and ASTC read the raw features (no ``bank``), as
+  docs/ranking.md's Yahoo run fitted them; their ratio is still over the
+  tiered bank of the same rows, for scale.
 
 Trainers run with their defaults otherwise (no ``eval_set``: a trainer that
 chooses on validation holds rows out and refits), ``random_state=0``,
@@ -77,7 +80,7 @@ def _load_bank(path):
 BANK_FIELDS = ("roots", "feature", "threshold", "left", "right", "missing_left", "value", "tree_cost", "base_score")
 
 
-def child(trainer, n, f, trees, cvm_rows, cache):
+def child(trainer, n, f, trees, cvm_rows, cache, raw=False):
     """One fit, after a warm-up fit on 1,500 rows in the same process (numba's
     cache loads, imports); prints one JSON line.  ``trainer == "bank"`` builds
     the bank and saves it under ``cache`` for the trainers on it."""
@@ -90,12 +93,12 @@ def child(trainer, n, f, trees, cvm_rows, cache):
         print(json.dumps(dict(trainer="bank", rows=n, features=f, bank_wall=w, bank_cpu=c, fit_wall=w, fit_cpu=c,
                               note=f"{bank.n_trees} trees")), flush=True)
         return
-    _fit(trainer, X[:1500], y[:1500], costs, 10, 500, None)
+    _fit(trainer, X[:1500], y[:1500], costs, 10, 500, None, raw)
     pre = _load_bank(path) if trainer in ON_BANK and os.path.exists(path) else None
-    print(json.dumps(dict(_fit(trainer, X, y, costs, trees, cvm_rows, pre), rows=n, features=f)), flush=True)
+    print(json.dumps(dict(_fit(trainer, X, y, costs, trees, cvm_rows, pre, raw), rows=n, features=f)), flush=True)
 
 
-def _fit(trainer, X, y, costs, trees, cvm_rows, pre):
+def _fit(trainer, X, y, costs, trees, cvm_rows, pre, raw=False):
     out = dict(trainer=trainer, rows=X.shape[0])
     if trainer == "cvm":
         from skinflint.trainers.kernels.cvm import CVMClassifier
@@ -115,20 +118,22 @@ def _fit(trainer, X, y, costs, trees, cvm_rows, pre):
         _, bw, bc = timed_wall_cpu(lambda: _bank(X, y, costs, k, depth=int(est.max_depth), tiers=[]))
         return dict(out, bank_wall=bw, bank_cpu=bc, fit_wall=fw, fit_cpu=fc, note=f"{k} trees, depth {est.max_depth}")
     bank, bw, bc = pre if pre is not None else timed_wall_cpu(lambda: _bank(X, y, costs, trees))
+    basis = None if raw and trainer in ("cstc", "astc") else bank
     if trainer in ("cronus", "cscc"):
         from skinflint.trainers.cascades.cronus import CronusClassifier, CSCCClassifier
         cls = CronusClassifier if trainer == "cronus" else CSCCClassifier
         est = cls(bank=bank, feature_costs=costs, random_state=0, verbose=0)
     elif trainer == "cstc":
         from skinflint.trainers.trees.cstc import CSTCClassifier
-        est = CSTCClassifier(bank=bank, feature_costs=costs, random_state=0, verbose=0)
+        est = CSTCClassifier(bank=basis, feature_costs=costs, random_state=0, verbose=0)
     elif trainer == "astc":
         from skinflint.trainers.trees.astc import ASTCClassifier
-        est = ASTCClassifier(bank=bank, feature_costs=costs, random_state=0, verbose=0)
+        est = ASTCClassifier(bank=basis, feature_costs=costs, random_state=0, verbose=0)
     else:
         raise SystemExit(f"bench_scale: unknown trainer {trainer!r}; one of {TRAINERS}")
     _, fw, fc = timed_wall_cpu(lambda: est.fit(X, y))
-    return dict(out, bank_wall=bw, bank_cpu=bc, fit_wall=fw, fit_cpu=fc, note=f"bank {bank.n_trees} trees")
+    note = "raw features" if basis is None else f"bank {bank.n_trees} trees"
+    return dict(out, bank_wall=bw, bank_cpu=bc, fit_wall=fw, fit_cpu=fc, note=note)
 
 
 def run_child_wait4(args_list):
@@ -161,11 +166,12 @@ def main(argv=None):
     ap.add_argument("--trees", type=int, default=300, help="trees of the bank")
     ap.add_argument("--cvm-rows", type=int, default=3000, help="CVM's subsample (rows, at most)")
     ap.add_argument("--json", default=None, help="append each result as a JSON line to this file")
-    ap.add_argument("--child", nargs=6, default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--raw", action="store_true", help="CSTC and ASTC over the raw features (no bank)")
+    ap.add_argument("--child", nargs=7, default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child:
-        t, n, f, trees, cvm, cache = args.child
-        child(t, int(n), int(f), int(trees), int(cvm), cache)
+        t, n, f, trees, cvm, cache, raw = args.child
+        child(t, int(n), int(f), int(trees), int(cvm), cache, raw == "1")
         return
     rows = [int(r) for r in args.rows.split(",")]
     trainers = [t.strip() for t in args.trainers.split(",") if t.strip()]
@@ -184,7 +190,7 @@ def main(argv=None):
         todo = (["bank"] if any(t in ON_BANK for t in trainers) else []) + trainers
         for t in todo:
             r, rss, err = run_child_wait4([t, str(n), str(args.features), str(args.trees), str(args.cvm_rows),
-                                           cache])
+                                           cache, "1" if args.raw else "0"])
             if r is None:
                 print(f"{t:<7} {n:>7} | failed: {' / '.join(err)}", flush=True)
                 continue

@@ -32,7 +32,7 @@ from scipy.special import expit
 from .. import linalg
 from ..base import CostSensitiveClassifier, CostSensitiveRegressor
 from ..common import progress_bar, single_thread
-from ._soft_tree_kernels import greedy_select
+from ._soft_tree_kernels import centred_rows, greedy_select, weighted_column_sums
 from .cstc import _SquaredBinary, _SquaredRegression, _TreeIR
 from .tree_ir import HardTree, Scorer, place_threshold, tie_aware_split
 
@@ -189,6 +189,7 @@ class _ASTCMixin(_TreeIR):
         rows[0], wts[0] = np.arange(n), np.ones(n)
         paid[0], inh[0] = np.zeros(items.cost.size, bool), np.zeros(P, bool)
         max_sel = P
+        xbuf = np.empty((n, P))            # every node's centred rows, in turn (_fit_node)
         self.gains_ = {}
         # closed on Ctrl-C too: a bar left open runs into the "interrupted" line
         with progress_bar(self.verbose, K, "ASTC", "node", iterable=range(K)) as bar:
@@ -206,8 +207,8 @@ class _ASTCMixin(_TreeIR):
                     pk = paid[k].copy()
                 else:
                     pk = paid[k].copy()
-                    cols, gains, sc = self._fit_node(Z32[sel], t[sel], w, items, pk, inh[k],
-                                                     budgets[k], max_sel)
+                    cols, gains, sc = self._fit_node(Z32, sel, t[sel], w, items, pk, inh[k],
+                                                     budgets[k], max_sel, xbuf)
                     self.gains_[k] = gains
                 ht.scorer[k] = sc
                 left, right = 2 * k + 1, 2 * k + 2
@@ -237,19 +238,21 @@ class _ASTCMixin(_TreeIR):
         self.n_nodes_ = int(sum(r is not None for r in rows))
         return self._set_model(self.to_ir())
 
-    def _fit_node(self, Zk, tk, w, items, paid, inherited, budget, max_sel):
+    def _fit_node(self, Z32, sel, tk, w, items, paid, inherited, budget, max_sel, xbuf):
         """Greedy selection (eq. (7), and with ``greedy="both"`` the
         plain-gain greedy too, keeping the larger R^2 of eq. (8)), then
-        weighted OLS with intercept on one node.  ``paid`` is updated in
-        place with the items of the kept columns."""
+        weighted OLS with intercept on the node's rows ``sel`` of the basis
+        ``Z32`` (their centred, scaled float64 copy in the first rows of
+        ``xbuf``).  ``paid`` is updated in place with the items of the kept
+        columns."""
         sw = w.sum()
-        Zk = np.asarray(Zk, np.float64)
+        sel = np.asarray(sel, np.int64)
         # fixed-order sums and QR (trainers/linalg.py), not BLAS/LAPACK: the
         # node's scorer must not depend on the CPU kernel or thread count
-        xm = linalg.rmatvec(Zk, w) / sw
+        xm = weighted_column_sums(Z32, sel, w) / sw
         ym = linalg.dot(w, np.asarray(tk, np.float64)) / sw
         rw = np.sqrt(w)
-        Xc = np.ascontiguousarray((Zk - xm) * rw[:, None])
+        Xc = centred_rows(Z32, sel, xm, rw, xbuf)
         yc = (tk - ym) * rw
         runs = [(True, self.budget_rule == "skip")]
         if self.greedy == "both":
@@ -267,7 +270,7 @@ class _ASTCMixin(_TreeIR):
         order, gains, pk = best
         paid[:] = pk
         cols = np.sort(order)
-        beta = np.zeros(Zk.shape[1])
+        beta = np.zeros(Z32.shape[1])
         if cols.size:
             beta[cols] = linalg.lstsq(Xc[:, cols], yc)
         return cols, gains, Scorer.from_float64(beta, ym - linalg.dot(beta, xm))
