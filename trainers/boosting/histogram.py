@@ -10,7 +10,9 @@ machine every region's launch and barrier is paid by all threads).  Threads
 split the features; a thread streams every node's rows through its
 feature's column, so the column stays in cache across the level's nodes.
 Each (node, feature, bin) sum adds its rows in row order, one thread per
-feature, whatever the thread count: the model bytes do not depend on it.
+feature, whatever the thread count: the model bytes do not depend on it
+(a sparse feature's hot bin, below, is the one exception, and it does not
+depend on the thread count either).
 
 The node's g and h are first gathered into row order (as (g, h, 1, 0)
 vectors), so a feature pass makes one random access per row (its bin)
@@ -19,10 +21,19 @@ instead of three.
 Sparse features (LTR data: most rows an exact zero) put most rows in one
 bin, and adding row after row into the same memory slot waits on the
 previous store each time.  For such a feature the grower names its "hot"
-bin; that bin's sums are kept in registers, adding the row's g (or +0.0,
-which changes no sum: one that starts at +0.0 is never -0.0) on every row,
-so each bin still sums its rows in row order, bit for bit (measured 1.8x on
-a 60 %-zero column; scalar kernels then).
+bin (``hot_bins``), and that bin is never summed: its rows add their
+vectors to spare slots, in turn, and the bin gets the node's totals minus
+the feature's other slots (``_hot_from_totals``), as LightGBM fills its
+most frequent bin (``FixHistogram``).  The totals are the node's rows'
+(g, h, 1) summed in row order, once per node; the other slots are
+subtracted in slot order: the same bits whatever the thread count.  The
+count is exact; the sums of g and h round as the subtraction does rather
+than as a row-order sum (a model changes only where two split gains tie
+within that rounding: no pinned model moved).  Before, the hot bin's sums
+were kept in registers in row order, three float adds a row on top of the
+vector add: 1.07 against 0.65 ns per row and feature on the root of a
+57 %-zero column (``benchmarks/bench_hot_bin.py``), 20.6 -> 15.4 s CPU for
+20 trees at 473k x 519, one thread.
 """
 import numpy as np
 from numba import get_num_threads, njit, prange
@@ -143,28 +154,47 @@ def _accumulate4(col, rows, lanes, acc, dense):
 
 @njit(cache=True, inline="always")
 def _accumulate4_hot(col, rows, lanes, acc, dense, z):
-    """``_accumulate4`` with bin ``z``'s sums in registers: a row of bin z
-    adds its vector to a spare slot (in turn, so no two nearby rows wait on
-    one slot) and g, h, 1 to the registers; any other row adds +0.0 to the
-    registers and its vector to its bin.  Then acc[z] = the registers."""
-    ag = acc[z, 0]   # 0 at a node's first block; the sums so far at the next ones
-    ah = acc[z, 1]
-    ac = acc[z, 2]
+    """``_accumulate4`` for a feature with hot bin ``z``: a row of bin z adds
+    its vector to a spare slot (in turn, so no two nearby rows wait on one
+    slot: a select, not a branch, which would mispredict on a share of the
+    rows); bin z is filled afterwards by ``_hot_from_totals``."""
     for i in range(lanes.shape[0]):
         b = np.int64(col[i] if dense else col[rows[i]])
-        hot = b == z
-        t = N_SLOTS + (i & (_N_SPARE - 1)) if hot else b
-        # loaded whatever the side, so that the choices below are selects, not branches
-        # (a branch on the side mispredicts on a share of the rows: measured 7-10 ns per row)
-        x = lanes[i, 0]
-        y = lanes[i, 1]
-        add4(acc, t, lanes, i)
-        ag += x if hot else 0.0
-        ah += y if hot else 0.0
-        ac += hot
-    acc[z, 0] = ag
-    acc[z, 1] = ah
-    acc[z, 2] = ac
+        add4(acc, N_SLOTS + (i & (_N_SPARE - 1)) if b == z else b, lanes, i)
+
+
+@njit(cache=True, parallel=True)
+def _node_totals(lanes, off):
+    """[K, 3]: each node's (sum g, sum h, count) over its gathered rows
+    ``lanes[off[k]:off[k + 1]]``, in row order (one thread a node)."""
+    K = off.shape[0] - 1
+    out = np.zeros((K, 3))
+    for k in prange(K):
+        sg, sh, sc = 0.0, 0.0, 0.0
+        for i in range(off[k], off[k + 1]):
+            sg += lanes[i, 0]
+            sh += lanes[i, 1]
+            sc += lanes[i, 2]
+        out[k, 0], out[k, 1], out[k, 2] = sg, sh, sc
+    return out
+
+
+@njit(cache=True, inline="always")
+def _hot_from_totals(acc, total, z, W):
+    """Hot bin ``z`` of one feature's sums ``acc`` [W + spares, 4]: the
+    node's ``total`` minus the other W - 1 slots, subtracted in slot order
+    (the spare slots hold the hot rows and are ignored).  The count is
+    exact (float64 integers below 2**53); a hot bin with no rows gets +0.0
+    sums, as a summed empty bin has."""
+    for j in range(3):
+        other = 0.0
+        for b in range(W):
+            if b != z:
+                other += acc[b, j]
+        acc[z, j] = total[j] - other
+    if acc[z, 2] == 0.0:
+        acc[z, 0] = 0.0
+        acc[z, 1] = 0.0
 
 
 def _n_groups(F, n_threads):
@@ -184,15 +214,15 @@ def build_level(binned, order, starts, stops, slots, g, h, active, hot, hg, hh, 
     """Histograms of the nodes ``order[starts[k]:stops[k]]`` (each range
     sorted, unique) into ``hg[slots[k]]``, ``hh[slots[k]]``, ``hc[slots[k]]``
     ([F, width] each, the width of ``hg``); inactive features are left at zero.  ``hot[f]`` is
-    feature f's bin kept in registers (-1: none; ``hot_bins``); only histograms
-    256 wide (uint8 data) keep one.
+    feature f's hot bin, filled from the node's totals (-1: none; ``hot_bins``); only histograms
+    256 wide (uint8 data) have one.
 
     Each row adds (g, h, 1.0, 0.0) to its bin's four float64 sums in one
     vector add (``simd.add4``): one load and one store where three separate
     sums took three of each (measured 1.19 -> 0.89 ns per row and feature,
     one thread, 100k of 200k rows).  The count is summed as a float64 (exact
-    below 2**53) and stored as an int32.  Every sum adds its rows in row
-    order, as before, so the histograms keep their bits; the special cases
+    below 2**53) and stored as an int32.  Every sum but a hot bin's adds its
+    rows in row order, as before, so those keep their bits; the special cases
     the three separate sums needed (unit hessians, whose sum h was copied
     from the count, and the root's counts, copied from a once-per-fit
     count) are no faster than the one vector add, and are gone.
@@ -204,7 +234,8 @@ def build_level(binned, order, starts, stops, slots, g, h, active, hot, hg, hh, 
     do not fit in the cache (473k x 519, 245 MB) a deep node's column reads
     miss to memory (measured 8.0 -> 2.9 ns per row and feature at 1/64 of
     the rows; slower than columns at 1/8).  Each bin still adds its rows in
-    row order (a feature's hot bin then adds its rows directly, in order).
+    row order (a hot bin's sums are then replaced from the totals, as on the
+    column passes).
     Since the column passes below go feature by feature, the copy is off by
     default (``_ROW_WISE_BYTES``): it no longer pays.
 
@@ -232,10 +263,12 @@ def _build_level(binned, order, starts, stops, slots, g, h, active, hot, hg, hh,
     W = hg.shape[2]
     keep_hot = W == N_SLOTS
     off, lanes = _gather_lanes(order, starts, stops, g, h, N)
+    totals = _node_totals(lanes, off)
     # threads take groups of features; a group walks the node's rows in
     # blocks, each block's vectors staying in L2 while every feature of the
     # group adds it (measured 20% faster than one feature over all rows).
-    # Blocks go in row order, so every bin still sums its rows in row order.
+    # Blocks go in row order, so every bin still sums its rows in row order
+    # (a hot bin is filled from the node's totals once its node is done).
     for q in prange(n_groups):
         f0, f1 = q * F // n_groups, (q + 1) * F // n_groups
         # per feature (sum g, sum h, count, unused) per bin, then the hot bin's spare slots
@@ -271,6 +304,8 @@ def _build_level(binned, order, starts, stops, slots, g, h, active, hot, hg, hh,
                         _accumulate4_hot(col, rows, block, acc[f - f0], dense, hot[f])
             for f in range(f0, f1):
                 a = acc[f - f0]
+                if keep_hot and active[f] and hot[f] >= 0:
+                    _hot_from_totals(a, totals[k], hot[f], W)
                 for b in range(W):
                     hg[s, f, b] = a[b, 0]
                     hh[s, f, b] = a[b, 1]
@@ -293,6 +328,8 @@ def _build_level(binned, order, starts, stops, slots, g, h, active, hot, hg, hh,
                             _accumulate4(binned[f], rows, block, a, False)
                         else:
                             _accumulate4_hot(binned[f], rows, block, a, False, hot[f])
+                    if keep_hot and hot[f] >= 0:
+                        _hot_from_totals(a, totals[k], hot[f], W)
                 for b in range(W):
                     hg[s, f, b] = a[b, 0]
                     hh[s, f, b] = a[b, 1]

@@ -19,6 +19,7 @@ from skinflint.trainers.boosting.histogram import (
 from skinflint.trainers.boosting.partition import partition
 from skinflint.trainers.boosting.predictor import add_leaf_values, predict_binned
 from skinflint.trainers.boosting.splitting import best_splits, level_splits
+from tests.trainers.boosting.histogram_oracle import fill_hot_bins
 
 
 def _data(n=5000, f=4, seed=0):
@@ -95,7 +96,7 @@ def test_a_level_builds_each_node_and_subtracts_each_sibling():
 
 
 @pytest.mark.parametrize("n_rows", [5000, 3001, 1])    # the dense root, gathered rows, a single row
-def test_hot_bins_sum_bit_for_bit_as_plain_bins(n_rows):
+def test_hot_bins_are_the_node_totals_minus_the_other_bins(n_rows):
     rng, binned, g, h = _data()
     binned[0, rng.random(5000) < 0.7] = 3                  # sparse columns: one bin holds most rows
     binned[2, rng.random(5000) < 0.4] = MISSING_BIN
@@ -104,7 +105,9 @@ def test_hot_bins_sum_bit_for_bit_as_plain_bins(n_rows):
     assert list(hot) == [3, -1, MISSING_BIN, 0]
     rows = np.sort(rng.choice(5000, n_rows, replace=False)).astype(np.int32)
     active = np.ones(4, bool)
-    for a, b in zip(build_histograms(binned, rows, g, h, active, hot), build_histograms(binned, rows, g, h, active)):
+    want = [np.array(a) for a in build_histograms(binned, rows, g, h, active)]   # no hot bins: row-order sums
+    fill_hot_bins(*want, rows, g, h, hot, active)
+    for a, b in zip(build_histograms(binned, rows, g, h, active, hot), want):
         np.testing.assert_array_equal(a, b)   # the same additions in the same order: no tolerance
 
 
@@ -195,8 +198,11 @@ def test_row_blocks_and_feature_groups_sum_each_bin_in_row_order(n_rows):
     rows = np.sort(rng.choice(20_000, n_rows, replace=False)).astype(np.int32)
     active = np.ones(40, bool)
     active[5] = False
-    want = _numpy_hist(binned, rows, g, h)   # bincount adds each bin's weights in index order too
-    for got in (build_histograms(binned, rows, g, h, active, hot), build_histograms(binned, rows, g, h, active)):
+    plain = _numpy_hist(binned, rows, g, h)   # bincount adds each bin's weights in index order too
+    with_hot = [a.copy() for a in plain]
+    fill_hot_bins(*with_hot, rows, g, h, hot, active)   # the hot bins: the node's totals minus the other bins
+    for got, want in ((build_histograms(binned, rows, g, h, active, hot), with_hot),
+                      (build_histograms(binned, rows, g, h, active), plain)):
         for a, b in zip(got, want):
             np.testing.assert_array_equal(a[active], b[active])
             assert not a[~active].any()

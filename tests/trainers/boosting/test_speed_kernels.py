@@ -8,6 +8,7 @@ from numba import njit
 from skinflint.trainers.boosting.binning import _column_thresholds, _sort_float32
 from skinflint.trainers.boosting.splitting import _score, level_flat_splits
 from tests.trainers.boosting.binning_oracle import reference_thresholds
+from tests.trainers.boosting.histogram_oracle import fill_hot_bins
 
 
 def _bits(a):
@@ -129,9 +130,10 @@ def _row_order_histograms(binned, rows, g, h, active, width):
 @pytest.mark.parametrize("row_wise", [False, True])
 @pytest.mark.parametrize("unit", [False, True])
 def test_vector_histograms_are_the_row_order_sums(unit, row_wise, monkeypatch):
-    # build_level adds (g, h, 1, 0) as one vector per row (simd.add4), with a hot bin's sums in registers;
-    # every slot must hold the bits of the scalar sum in row order: the root over all rows (read in order),
-    # a gathered node, a hot bin, missing values, an inactive feature, unit hessians (sum h = count), -0.0;
+    # build_level adds (g, h, 1, 0) as one vector per row (simd.add4); every slot but a hot bin must hold the
+    # bits of the scalar sum in row order, a hot bin the node's totals minus the other slots (histogram_oracle):
+    # the root over all rows (read in order), a gathered node, hot bins, missing values, an inactive feature,
+    # unit hessians (sum h = count), -0.0;
     # ``row_wise``: the gathered node (1000 of 3001 rows) is added row by row from a row-major copy
     from skinflint.trainers.boosting import histogram
     from skinflint.trainers.boosting.histogram import build_level, hot_bins, new_level
@@ -156,7 +158,9 @@ def test_vector_histograms_are_the_row_order_sums(unit, row_wise, monkeypatch):
     build_level(binned, order, starts, stops, slots, g, h, active, hot, *hist,
                 np.ascontiguousarray(binned.T) if row_wise else None)
     for slot, rows in ((0, np.arange(N)), (1, sub)):
-        for got, want in zip((a[slot] for a in hist), _row_order_histograms(binned, rows, g, h, active, 256)):
+        want_all = _row_order_histograms(binned, rows, g, h, active, 256)
+        fill_hot_bins(*want_all, rows, g, h, hot, active)
+        for got, want in zip((a[slot] for a in hist), want_all):
             assert got.dtype == want.dtype or got.dtype == np.int32
             assert np.array_equal(np.asarray(got, want.dtype).view(np.uint8), want.view(np.uint8))
     assert hist[2][0, 0].sum() == N and hist[2][1, 0].sum() == 1000
