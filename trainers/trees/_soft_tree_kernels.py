@@ -76,6 +76,70 @@ def centred_rows(Z, rows, xm, rw, out):
 
 
 @njit(cache=True)
+def internal_rows(s, y, sig, w, Al, Au, g):
+    """The per-row part of ``SoftTree.internal_objective`` in one pass, the
+    bits of its numpy expressions (each element the same operations in the
+    same order; the sums in ``linalg.dot``'s order):
+
+        r = s - y
+        fw = sum_i w_i (0.5 r_i r_i + sig_i Au_i + (1 - sig_i) Al_i)
+        dsig_i = g sig_i (1 - sig_i) (Au_i - Al_i)
+        ds_i = w_i (r_i + dsig_i)
+        wd = sum_i w_i dsig_i
+
+    Returns (fw, ds, wd).  One pass instead of about fifteen [n] temporaries
+    per L-BFGS evaluation."""
+    n = s.shape[0]
+    ds = np.empty(n)
+    fw = 0.0
+    wd = 0.0
+    for i in range(n):
+        r = s[i] - y[i]
+        sg = sig[i]
+        wi = w[i]
+        fw += wi * (0.5 * r * r + sg * Au[i] + (1.0 - sg) * Al[i])
+        dsig = g * sg * (1.0 - sg) * (Au[i] - Al[i])
+        ds[i] = wi * (r + dsig)
+        wd += wi * dsig
+    return fw, ds, wd
+
+
+@njit(cache=True)
+def narrow_rmatvec(R, x):
+    """R.T @ x for a narrow R [n, T] (a slot's terminals): out_j = sum_i
+    R_ij x_i, i ascending from 0.0, the bits of ``linalg.rmatvec``; four
+    columns per pass over the rows, each sum in a register (``rmatvec``
+    keeps them in memory, a store-to-load chain per row when T is 1-4)."""
+    n, T = R.shape
+    out = np.zeros(T)
+    j = 0
+    while j < T:
+        if j + 4 <= T:
+            s0 = 0.0
+            s1 = 0.0
+            s2 = 0.0
+            s3 = 0.0
+            for i in range(n):
+                xi = x[i]
+                s0 += R[i, j] * xi
+                s1 += R[i, j + 1] * xi
+                s2 += R[i, j + 2] * xi
+                s3 += R[i, j + 3] * xi
+            out[j] = s0
+            out[j + 1] = s1
+            out[j + 2] = s2
+            out[j + 3] = s3
+            j += 4
+        else:
+            s0 = 0.0
+            for i in range(n):
+                s0 += R[i, j] * x[i]
+            out[j] = s0
+            j += 1
+    return out
+
+
+@njit(cache=True)
 def _column_cost(c, col_ptr, col_items, item_cost, paid):
     s = 0.0
     for q in range(col_ptr[c], col_ptr[c + 1]):

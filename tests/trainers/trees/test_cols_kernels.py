@@ -56,3 +56,24 @@ def test_astc_node_rows_are_the_numpy_expressions_bits():
     got = centred_rows(Z32, sel, xm, rw, buf)
     assert got.shape == (301, 13)
     assert np.array_equal(got, np.ascontiguousarray((Zk - xm) * rw[:, None]))
+
+
+def test_internal_rows_and_narrow_rmatvec_are_the_numpy_expressions_bits():
+    # SoftTree.internal_objective's per-row terms in one numba pass: the bits of the numpy expressions
+    # (and linalg.dot's sums) that they replace
+    from skinflint.trainers.relaxation import routing
+    from skinflint.trainers.trees._soft_tree_kernels import internal_rows, narrow_rmatvec
+    rng = np.random.default_rng(3)
+    n, g = 1237, 50.0
+    s, y, w = rng.normal(size=n), rng.normal(size=n), rng.uniform(0, 1e-3, n)
+    Al, Au = rng.uniform(0, 5, n), rng.uniform(0, 5, n)
+    sig = routing(s, 0.1, g)
+    fw, ds, wd = internal_rows(s, y, sig, w, Al, Au, g)
+    r = s - y
+    assert fw == linalg.dot(w, 0.5 * r * r + sig * Au + (1 - sig) * Al)
+    dsig = g * sig * (1 - sig) * (Au - Al)
+    assert np.array_equal(ds, w * (r + dsig))
+    assert wd == linalg.dot(w, dsig)
+    for T in (1, 2, 3, 4, 5, 9):
+        R = rng.uniform(size=(n, T))
+        assert np.array_equal(narrow_rmatvec(R, w), linalg.rmatvec(R, w))
