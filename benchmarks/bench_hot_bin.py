@@ -1,21 +1,22 @@
-"""What the hot bin costs in the root's histogram pass, and what LightGBM's
-way would save (issue 29: the dense root and level 1 are most of a tree at
-Yahoo size).
+"""What a sparse feature's hot bin costs in the root's histogram pass: the
+booster's way (the bin filled from the node's totals) against summing it in
+row order (issue 29: the dense root and level 1 are most of a tree at Yahoo
+size).
 
-The booster keeps every bin's sums in row order, so the model bytes do not
-depend on the thread count; a sparse feature's "hot" bin (most rows an exact
-zero) is summed in registers, one float64 add per row and lane whatever the
-row's bin (``histogram._accumulate4_hot``).  LightGBM instead never sums its
-most frequent bin: it takes the node's totals minus the other bins
-(``FixHistogram``), which changes the rounding of that bin's sums (so the
-model bytes would change).  This script times, on one thread, one group of
-32 features over the root's rows (a column with ``--zeros`` exact zeros):
+Until this change the booster kept every bin's sums in row order; a sparse
+feature's "hot" bin (most rows an exact zero) was summed in registers, one
+float64 add per row and lane whatever the row's bin.  Now, as LightGBM fills
+its most frequent bin (``FixHistogram``), the hot bin's rows go to spare
+slots and the bin becomes the node's totals minus the other bins
+(``histogram._accumulate4_hot``, ``histogram._hot_from_totals``).  This
+script times, on one thread, one group of 32 features over the root's rows
+(each column ``--zeros`` exact zeros):
 
-* ``row order (today)``: the kernel the booster runs;
-* ``no hot sums``: the same pass with the hot bin's rows sent to the spare
-  slots and no register sums: the floor of the subtraction scheme (the
-  hot bin's sums would then be the node's totals minus the other bins);
+* ``row-order sums in registers (before)``: the former kernel, restated here;
+* ``from the totals (the booster's)``: the pass plus the fill;
 * ``dense, no hot bin``: a column without zeros, for scale.
+
+The other bins are the same sums either way (checked).
 
     python benchmarks/bench_hot_bin.py [--rows 473134] [--zeros 0.57] [--repeat 9]
 """
@@ -25,17 +26,54 @@ import time
 import numpy as np
 from numba import njit
 
-from skinflint.trainers.boosting.histogram import _N_SPARE, _ROW_BLOCK, N_SLOTS, _accumulate4, _accumulate4_hot
+from skinflint.trainers.boosting.histogram import (
+    _N_SPARE,
+    _ROW_BLOCK,
+    N_SLOTS,
+    _accumulate4,
+    _accumulate4_hot,
+    _hot_from_totals,
+)
 from skinflint.trainers.boosting.simd import add4
 
 _F = 32   # one feature group of build_level (histogram._GROUP)
 
 
 @njit(cache=True)
-def _row_order(binned, lanes, acc, hot):
-    """The root's pass as ``histogram._build_level`` makes it (blocks outer)."""
+def _registers(col, lanes, acc, z):
+    """The former hot kernel: bin z's sums in registers, in row order (a row
+    of another bin adds +0.0 to them, its vector to its bin)."""
+    ag, ah, ac = acc[z, 0], acc[z, 1], acc[z, 2]
+    for i in range(lanes.shape[0]):
+        b = np.int64(col[i])
+        hot = b == z
+        x, y = lanes[i, 0], lanes[i, 1]
+        add4(acc, N_SLOTS + (i & (_N_SPARE - 1)) if hot else b, lanes, i)
+        ag += x if hot else 0.0
+        ah += y if hot else 0.0
+        ac += hot
+    acc[z, 0], acc[z, 1], acc[z, 2] = ag, ah, ac
+
+
+@njit(cache=True)
+def _before(binned, lanes, acc, hot):
+    F, N = binned.shape
+    for i0 in range(0, N, _ROW_BLOCK):
+        i1 = min(N, i0 + _ROW_BLOCK)
+        for f in range(F):
+            _registers(binned[f, i0:i1], lanes[i0:i1], acc[f], hot[f])
+
+
+@njit(cache=True)
+def _booster(binned, lanes, acc, hot):
+    """The root's pass as ``histogram._build_level`` makes it (blocks outer),
+    then each hot bin from the totals."""
     F, N = binned.shape
     rows = np.zeros(1, np.int64)
+    total = np.zeros(3)
+    for i in range(N):
+        for j in range(3):
+            total[j] += lanes[i, j]
     for i0 in range(0, N, _ROW_BLOCK):
         i1 = min(N, i0 + _ROW_BLOCK)
         for f in range(F):
@@ -43,21 +81,9 @@ def _row_order(binned, lanes, acc, hot):
                 _accumulate4(binned[f, i0:i1], rows, lanes[i0:i1], acc[f], True)
             else:
                 _accumulate4_hot(binned[f, i0:i1], rows, lanes[i0:i1], acc[f], True, hot[f])
-
-
-@njit(cache=True)
-def _no_hot_sums(binned, lanes, acc, hot):
-    """The same pass without the hot bin's register sums: its rows go to the
-    spare slots only (their sums would come from the node's totals)."""
-    F, N = binned.shape
-    for i0 in range(0, N, _ROW_BLOCK):
-        i1 = min(N, i0 + _ROW_BLOCK)
-        block = lanes[i0:i1]
-        for f in range(F):
-            col, z, a = binned[f, i0:i1], hot[f], acc[f]
-            for i in range(i1 - i0):
-                b = np.int64(col[i])
-                add4(a, N_SLOTS + (i & (_N_SPARE - 1)) if b == z else b, block, i)
+    for f in range(F):
+        if hot[f] >= 0:
+            _hot_from_totals(acc[f], total, hot[f], N_SLOTS)
 
 
 def _time(fn, binned, lanes, hot, repeat):
@@ -85,16 +111,19 @@ def main():
     sparse[rng.random((_F, n)) < args.zeros] = 0
     lanes = np.stack([rng.normal(size=n), rng.random(n), np.ones(n), np.zeros(n)], 1)
     hot0 = np.zeros(_F, np.int64)
-    t_today, acc_today = _time(_row_order, sparse, lanes, hot0, args.repeat)
-    t_floor, acc_floor = _time(_no_hot_sums, sparse, lanes, hot0, args.repeat)
-    t_dense, _ = _time(_row_order, dense, lanes, np.full(_F, -1, np.int64), args.repeat)
-    # the other bins are the same sums in the same order either way: only the hot bin differs
-    assert np.array_equal(acc_today[:, 1:N_SLOTS], acc_floor[:, 1:N_SLOTS])
+    t_before, acc_before = _time(_before, sparse, lanes, hot0, args.repeat)
+    t_now, acc_now = _time(_booster, sparse, lanes, hot0, args.repeat)
+    t_dense, _ = _time(_booster, dense, lanes, np.full(_F, -1, np.int64), args.repeat)
+    # the other bins are the same sums in the same order either way; the hot bin's count is exact
+    assert np.array_equal(acc_before[:, 1:N_SLOTS], acc_now[:, 1:N_SLOTS])
+    assert np.array_equal(acc_before[:, 0, 2], acc_now[:, 0, 2])
     per = 1e9 / (n * _F)
     print(f"{n:,} rows x {_F} features, {args.zeros:.0%} zeros, one thread, CPU median of {args.repeat}:")
-    for name, t in (("row order (today)", t_today), ("no hot sums (floor of subtraction)", t_floor),
+    for name, t in (("row-order sums in registers (before)", t_before), ("from the totals (the booster's)", t_now),
                     ("dense, no hot bin", t_dense)):
-        print(f"  {name:<36} {1e3 * t:7.1f} ms  {t * per:5.2f} ns per row and feature  {t / t_today:5.2f}x")
+        print(f"  {name:<38} {1e3 * t:7.1f} ms  {t * per:5.2f} ns per row and feature  {t / t_before:5.2f}x")
+    gap = np.abs(acc_before[:, 0, :2] - acc_now[:, 0, :2]).max()
+    print(f"  largest difference of a hot bin's sum of g or h between the two: {gap:.3g}")
 
 
 if __name__ == "__main__":
