@@ -292,7 +292,8 @@ def grid_points(grid, points):
 def run_papers_baselines(tr, va, te, costs, tree, rows, only, points=None, trees=200):
     """Cronus, CSCC and AFR on the skewed binary task (relevance >= 3), CSTC and ASTC as regressors on the
     relevance label, each ranked by its score; grids as the registry's, scaled to the mean cost (``points`` of
-    them, ``grid_points``), banks of at most ``trees`` trees."""
+    them, ``grid_points``), banks of at most ``trees`` trees (Cronus, CSCC, AFR; CSTC and ASTC fit over the raw
+    features and take no bank: the registry passes them no tree count)."""
     mean_cost = float(np.mean(costs))
     binary = lambda d: (d.y >= 3).astype(np.int64)   # noqa: E731
     small = dict(n_estimators=min(tree["n_estimators"], trees), max_depth=tree["max_depth"])
