@@ -1,19 +1,18 @@
 """What a sparse feature's hot bin costs in the root's histogram pass: the
-booster's way (the bin filled from the node's totals) against summing it in
-row order (issue 29: the dense root and level 1 are most of a tree at Yahoo
-size).
+booster's way (the bin's rows summed through eight spare slots) against
+summing it in row order in registers (issue 29: the dense root and level 1
+are most of a tree at Yahoo size).
 
 Until this change the booster kept every bin's sums in row order; a sparse
 feature's "hot" bin (most rows an exact zero) was summed in registers, one
-float64 add per row and lane whatever the row's bin.  Now, as LightGBM fills
-its most frequent bin (``FixHistogram``), the hot bin's rows go to spare
-slots and the bin becomes the node's totals minus the other bins
-(``histogram._accumulate4_hot``, ``histogram._hot_from_totals``).  This
+float64 add per row and lane whatever the row's bin.  Now the hot bin's rows
+go to eight spare slots by position and the bin is their sum
+(``histogram._accumulate4_hot``, ``histogram._hot_from_spares``).  This
 script times, on one thread, one group of 32 features over the root's rows
 (each column ``--zeros`` exact zeros):
 
 * ``row-order sums in registers (before)``: the former kernel, restated here;
-* ``from the totals (the booster's)``: the pass plus the fill;
+* ``through spare slots (the booster's)``: the pass plus the fill;
 * ``dense, no hot bin``: a column without zeros, for scale.
 
 The other bins are the same sums either way (checked).
@@ -32,7 +31,7 @@ from skinflint.trainers.boosting.histogram import (
     N_SLOTS,
     _accumulate4,
     _accumulate4_hot,
-    _hot_from_totals,
+    _hot_from_spares,
 )
 from skinflint.trainers.boosting.simd import add4
 
@@ -67,13 +66,9 @@ def _before(binned, lanes, acc, hot):
 @njit(cache=True)
 def _booster(binned, lanes, acc, hot):
     """The root's pass as ``histogram._build_level`` makes it (blocks outer),
-    then each hot bin from the totals."""
+    then each hot bin from its spare slots."""
     F, N = binned.shape
     rows = np.zeros(1, np.int64)
-    total = np.zeros(3)
-    for i in range(N):
-        for j in range(3):
-            total[j] += lanes[i, j]
     for i0 in range(0, N, _ROW_BLOCK):
         i1 = min(N, i0 + _ROW_BLOCK)
         for f in range(F):
@@ -83,7 +78,7 @@ def _booster(binned, lanes, acc, hot):
                 _accumulate4_hot(binned[f, i0:i1], rows, lanes[i0:i1], acc[f], True, hot[f])
     for f in range(F):
         if hot[f] >= 0:
-            _hot_from_totals(acc[f], total, hot[f], N_SLOTS)
+            _hot_from_spares(acc[f], hot[f])
 
 
 def _time(fn, binned, lanes, hot, repeat):
@@ -119,7 +114,7 @@ def main():
     assert np.array_equal(acc_before[:, 0, 2], acc_now[:, 0, 2])
     per = 1e9 / (n * _F)
     print(f"{n:,} rows x {_F} features, {args.zeros:.0%} zeros, one thread, CPU median of {args.repeat}:")
-    for name, t in (("row-order sums in registers (before)", t_before), ("from the totals (the booster's)", t_now),
+    for name, t in (("row-order sums in registers (before)", t_before), ("through spare slots (the booster's)", t_now),
                     ("dense, no hot bin", t_dense)):
         print(f"  {name:<38} {1e3 * t:7.1f} ms  {t * per:5.2f} ns per row and feature  {t / t_before:5.2f}x")
     gap = np.abs(acc_before[:, 0, :2] - acc_now[:, 0, :2]).max()

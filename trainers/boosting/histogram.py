@@ -21,17 +21,20 @@ instead of three.
 Sparse features (LTR data: most rows an exact zero) put most rows in one
 bin, and adding row after row into the same memory slot waits on the
 previous store each time.  For such a feature the grower names its "hot"
-bin (``hot_bins``), and that bin is never summed: its rows add their
-vectors to spare slots, in turn, and the bin gets the node's totals minus
-the feature's other slots (``_hot_from_totals``), as LightGBM fills its
-most frequent bin (``FixHistogram``).  The totals are the node's rows'
-(g, h, 1) summed in row order, once per node; the other slots are
-subtracted in slot order: the same bits whatever the thread count.  The
-count is exact; the sums of g and h round as the subtraction does rather
-than as a row-order sum (a model changes only where two split gains tie
-within that rounding: no pinned model moved).  Before, the hot bin's sums
+bin (``hot_bins``); a row of that bin adds its vector to one of eight
+spare slots instead, the row at position p of the node to spare p mod 8,
+and once the node is done the bin is the sum of the eight spares in slot
+order (``_hot_from_spares``).  Each spare sums its rows in row order, one
+thread per feature, so the bits do not depend on the thread count; the
+hot bin's sums of g and h are those of its rows in that interleaved order
+instead of row order (the count is exact either way), so they round
+differently (a model changes only where two split gains tie within that
+rounding: no pinned model moved), but they are sums of the bin's own rows:
+a bin whose rows all have g = h = 0 sums to exactly 0.  (Filling it as the
+node's totals minus the other bins, as LightGBM does, left ~1e-7 there
+and a split with H = 0 and an infinite leaf.)  Before, the hot bin's sums
 were kept in registers in row order, three float adds a row on top of the
-vector add: 1.07 against 0.65 ns per row and feature on the root of a
+vector add: 1.16 against 0.86 ns per row and feature on the root of a
 57 %-zero column (``benchmarks/bench_hot_bin.py``), 20.6 -> 15.4 s CPU for
 20 trees at 473k x 519, one thread.
 """
@@ -44,7 +47,7 @@ N_SLOTS = 256  # 255 value bins + the missing bin (uint8 data; wider data: flat_
 # row counts as int32, as the row indices are (N < 2**31): exact, and 5-10% faster than int64 (measured)
 COUNT = np.int32
 _N_SPARE = 8   # scratch slots the hot bin's rows write to, in turn, instead of the hot slot
-_HOT_SHARE = 0.15   # a bin with this share of the sampled rows is kept in registers
+_HOT_SHARE = 0.15   # a bin with this share of the sampled rows is hot (summed through the spare slots)
 _HOT_SAMPLE = 4096  # rows sampled (the first ones) to find a feature's hot bin
 _ROW_BLOCK = 8192   # rows whose (g, h, 1, 0) vectors (256 KB) a group of features adds while they sit in L2
 _ROW_WISE_SHARE = 64  # nodes of at most N / this many rows are added row-wise (build_level's ``rowmajor``)
@@ -57,7 +60,10 @@ _GROUP = 32         # features per group at most: their vector histograms (32 x 
 @njit(cache=True, parallel=True)
 def hot_bins(binned):
     """Per feature, the bin holding at least _HOT_SHARE of the first
-    _HOT_SAMPLE rows (-1: none).  Only speed depends on it, never a sum."""
+    _HOT_SAMPLE rows (-1: none).  A hot bin's sums are added in another
+    order than the other bins' (``_hot_from_spares``), so the model bytes
+    depend on which bins are hot: changing _HOT_SHARE or _HOT_SAMPLE may
+    move pinned models."""
     F, N = binned.shape
     n = min(N, _HOT_SAMPLE)
     hot = np.full(F, -1, np.int64)
@@ -154,47 +160,29 @@ def _accumulate4(col, rows, lanes, acc, dense):
 
 @njit(cache=True, inline="always")
 def _accumulate4_hot(col, rows, lanes, acc, dense, z):
-    """``_accumulate4`` for a feature with hot bin ``z``: a row of bin z adds
-    its vector to a spare slot (in turn, so no two nearby rows wait on one
-    slot: a select, not a branch, which would mispredict on a share of the
-    rows); bin z is filled afterwards by ``_hot_from_totals``."""
+    """``_accumulate4`` for a feature with hot bin ``z``: the row at position
+    i adds its vector to spare slot i mod 8 if its bin is z (in turn, so no
+    two nearby rows wait on one slot: a select, not a branch, which would
+    mispredict on a share of the rows); bin z is filled afterwards by
+    ``_hot_from_spares``.  ``lanes`` starts at a multiple of 8 rows of the
+    node (its row blocks are _ROW_BLOCK long), so i mod 8 is the row's
+    position in the node mod 8."""
     for i in range(lanes.shape[0]):
         b = np.int64(col[i] if dense else col[rows[i]])
         add4(acc, N_SLOTS + (i & (_N_SPARE - 1)) if b == z else b, lanes, i)
 
 
-@njit(cache=True, parallel=True)
-def _node_totals(lanes, off):
-    """[K, 3]: each node's (sum g, sum h, count) over its gathered rows
-    ``lanes[off[k]:off[k + 1]]``, in row order (one thread a node)."""
-    K = off.shape[0] - 1
-    out = np.zeros((K, 3))
-    for k in prange(K):
-        sg, sh, sc = 0.0, 0.0, 0.0
-        for i in range(off[k], off[k + 1]):
-            sg += lanes[i, 0]
-            sh += lanes[i, 1]
-            sc += lanes[i, 2]
-        out[k, 0], out[k, 1], out[k, 2] = sg, sh, sc
-    return out
-
-
 @njit(cache=True, inline="always")
-def _hot_from_totals(acc, total, z, W):
-    """Hot bin ``z`` of one feature's sums ``acc`` [W + spares, 4]: the
-    node's ``total`` minus the other W - 1 slots, subtracted in slot order
-    (the spare slots hold the hot rows and are ignored).  The count is
-    exact (float64 integers below 2**53); a hot bin with no rows gets +0.0
-    sums, as a summed empty bin has."""
+def _hot_from_spares(acc, z):
+    """Hot bin ``z`` of one feature's sums ``acc`` [N_SLOTS + _N_SPARE, 4]:
+    the sum of the spare slots, in slot order (spare t holds the bin's rows
+    at positions t mod 8, each added in row order).  An empty bin gets +0.0
+    sums, as a summed empty bin has; the count is exact."""
     for j in range(3):
-        other = 0.0
-        for b in range(W):
-            if b != z:
-                other += acc[b, j]
-        acc[z, j] = total[j] - other
-    if acc[z, 2] == 0.0:
-        acc[z, 0] = 0.0
-        acc[z, 1] = 0.0
+        t = 0.0
+        for k in range(_N_SPARE):
+            t += acc[N_SLOTS + k, j]
+        acc[z, j] = t
 
 
 def _n_groups(F, n_threads):
@@ -214,7 +202,7 @@ def build_level(binned, order, starts, stops, slots, g, h, active, hot, hg, hh, 
     """Histograms of the nodes ``order[starts[k]:stops[k]]`` (each range
     sorted, unique) into ``hg[slots[k]]``, ``hh[slots[k]]``, ``hc[slots[k]]``
     ([F, width] each, the width of ``hg``); inactive features are left at zero.  ``hot[f]`` is
-    feature f's hot bin, filled from the node's totals (-1: none; ``hot_bins``); only histograms
+    feature f's hot bin, summed through the spare slots (-1: none; ``hot_bins``); only histograms
     256 wide (uint8 data) have one.
 
     Each row adds (g, h, 1.0, 0.0) to its bin's four float64 sums in one
@@ -234,8 +222,8 @@ def build_level(binned, order, starts, stops, slots, g, h, active, hot, hg, hh, 
     do not fit in the cache (473k x 519, 245 MB) a deep node's column reads
     miss to memory (measured 8.0 -> 2.9 ns per row and feature at 1/64 of
     the rows; slower than columns at 1/8).  Each bin still adds its rows in
-    row order (a hot bin's sums are then replaced from the totals, as on the
-    column passes).
+    row order, and a hot bin's rows go to the spare slots by position, as on
+    the column passes, so both paths give the same bits.
     Since the column passes below go feature by feature, the copy is off by
     default (``_ROW_WISE_BYTES``): it no longer pays.
 
@@ -263,12 +251,11 @@ def _build_level(binned, order, starts, stops, slots, g, h, active, hot, hg, hh,
     W = hg.shape[2]
     keep_hot = W == N_SLOTS
     off, lanes = _gather_lanes(order, starts, stops, g, h, N)
-    totals = _node_totals(lanes, off)
     # threads take groups of features; a group walks the node's rows in
     # blocks, each block's vectors staying in L2 while every feature of the
     # group adds it (measured 20% faster than one feature over all rows).
     # Blocks go in row order, so every bin still sums its rows in row order
-    # (a hot bin is filled from the node's totals once its node is done).
+    # (a hot bin from its spare slots once its node is done).
     for q in prange(n_groups):
         f0, f1 = q * F // n_groups, (q + 1) * F // n_groups
         # per feature (sum g, sum h, count, unused) per bin, then the hot bin's spare slots
@@ -287,7 +274,9 @@ def _build_level(binned, order, starts, stops, slots, g, h, active, hot, hg, hh,
                     r = rws[i]
                     for f in range(f0, f1):
                         if active[f]:
-                            add4(acc[f - f0], rowmajor[r, f], blk, i)
+                            b = np.int64(rowmajor[r, f])
+                            hit = keep_hot and b == hot[f]   # a hot row to its spare, as the column passes
+                            add4(acc[f - f0], N_SLOTS + (i & (_N_SPARE - 1)) if hit else b, blk, i)
                 n = 0   # no column pass
             for i0 in range(0, n, _ROW_BLOCK):
                 i1 = min(n, i0 + _ROW_BLOCK)
@@ -305,7 +294,7 @@ def _build_level(binned, order, starts, stops, slots, g, h, active, hot, hg, hh,
             for f in range(f0, f1):
                 a = acc[f - f0]
                 if keep_hot and active[f] and hot[f] >= 0:
-                    _hot_from_totals(a, totals[k], hot[f], W)
+                    _hot_from_spares(a, hot[f])
                 for b in range(W):
                     hg[s, f, b] = a[b, 0]
                     hh[s, f, b] = a[b, 1]
@@ -329,7 +318,7 @@ def _build_level(binned, order, starts, stops, slots, g, h, active, hot, hg, hh,
                         else:
                             _accumulate4_hot(binned[f], rows, block, a, False, hot[f])
                     if keep_hot and hot[f] >= 0:
-                        _hot_from_totals(a, totals[k], hot[f], W)
+                        _hot_from_spares(a, hot[f])
                 for b in range(W):
                     hg[s, f, b] = a[b, 0]
                     hh[s, f, b] = a[b, 1]

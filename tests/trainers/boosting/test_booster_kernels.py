@@ -96,7 +96,7 @@ def test_a_level_builds_each_node_and_subtracts_each_sibling():
 
 
 @pytest.mark.parametrize("n_rows", [5000, 3001, 1])    # the dense root, gathered rows, a single row
-def test_hot_bins_are_the_node_totals_minus_the_other_bins(n_rows):
+def test_hot_bins_sum_their_rows_in_eight_interleaved_parts(n_rows):
     rng, binned, g, h = _data()
     binned[0, rng.random(5000) < 0.7] = 3                  # sparse columns: one bin holds most rows
     binned[2, rng.random(5000) < 0.4] = MISSING_BIN
@@ -106,9 +106,36 @@ def test_hot_bins_are_the_node_totals_minus_the_other_bins(n_rows):
     rows = np.sort(rng.choice(5000, n_rows, replace=False)).astype(np.int32)
     active = np.ones(4, bool)
     want = [np.array(a) for a in build_histograms(binned, rows, g, h, active)]   # no hot bins: row-order sums
-    fill_hot_bins(*want, rows, g, h, hot, active)
+    fill_hot_bins(*want, binned, rows, g, h, hot, active)
     for a, b in zip(build_histograms(binned, rows, g, h, active, hot), want):
         np.testing.assert_array_equal(a, b)   # the same additions in the same order: no tolerance
+
+
+@pytest.mark.parametrize("n_rows", [5000, 3001])
+def test_a_hot_bin_of_zero_gradient_rows_sums_to_exactly_zero(n_rows):
+    # rows with g = h = 0 (zero sample weight, a saturated loss) in the hot bin: a fill from the node's totals
+    # minus the other bins left ~1e-7 of g with h = 0 there, a split on it and an infinite leaf
+    rng, binned, g, h = _data()
+    binned[0, rng.random(5000) < 0.6] = 0
+    g[binned[0] == 0] = 0.0
+    h[binned[0] == 0] = 0.0
+    hot = hot_bins(binned)
+    assert hot[0] == 0
+    rows = np.sort(rng.choice(5000, n_rows, replace=False)).astype(np.int32)
+    hg, hh, hc = build_histograms(binned, rows, g, h, np.ones(4, bool), hot)
+    assert hg[0, 0] == 0.0 and hh[0, 0] == 0.0 and hc[0, 0] == np.count_nonzero(binned[0, rows] == 0) > 0
+
+
+def test_zero_weight_rows_in_a_hot_bin_give_finite_leaves():
+    # the regression the test above guards, end to end: 60 % of the rows at x = 0 with weight 0
+    from skinflint.trainers import GreedyMiserRegressor
+    rng = np.random.default_rng(1)
+    x0 = np.where(rng.random(20_000) < 0.6, 0.0, rng.integers(1, 12, 20_000)).astype(np.float32)
+    y = np.where(x0 <= 5, 1.4, -0.3)
+    m = GreedyMiserRegressor(n_estimators=2, max_depth=2, min_samples_leaf=20, verbose=0)
+    m.fit(x0[:, None], y, sample_weight=np.where(x0 == 0, 0.0, 1.0))
+    pred = m.predict(x0[:2000, None])
+    assert np.isfinite(pred).all() and np.abs(pred).max() < 1.5   # |y| <= 1.4: the leaves move toward it
 
 
 @pytest.mark.parametrize("parallel", [False, True])
@@ -200,7 +227,7 @@ def test_row_blocks_and_feature_groups_sum_each_bin_in_row_order(n_rows):
     active[5] = False
     plain = _numpy_hist(binned, rows, g, h)   # bincount adds each bin's weights in index order too
     with_hot = [a.copy() for a in plain]
-    fill_hot_bins(*with_hot, rows, g, h, hot, active)   # the hot bins: the node's totals minus the other bins
+    fill_hot_bins(*with_hot, binned, rows, g, h, hot, active)   # the hot bins: through eight interleaved parts
     for got, want in ((build_histograms(binned, rows, g, h, active, hot), with_hot),
                       (build_histograms(binned, rows, g, h, active), plain)):
         for a, b in zip(got, want):

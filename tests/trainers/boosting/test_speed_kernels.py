@@ -131,7 +131,7 @@ def _row_order_histograms(binned, rows, g, h, active, width):
 @pytest.mark.parametrize("unit", [False, True])
 def test_vector_histograms_are_the_row_order_sums(unit, row_wise, monkeypatch):
     # build_level adds (g, h, 1, 0) as one vector per row (simd.add4); every slot but a hot bin must hold the
-    # bits of the scalar sum in row order, a hot bin the node's totals minus the other slots (histogram_oracle):
+    # bits of the scalar sum in row order, a hot bin the sum of eight interleaved parts (histogram_oracle):
     # the root over all rows (read in order), a gathered node, hot bins, missing values, an inactive feature,
     # unit hessians (sum h = count), -0.0;
     # ``row_wise``: the gathered node (1000 of 3001 rows) is added row by row from a row-major copy
@@ -159,7 +159,7 @@ def test_vector_histograms_are_the_row_order_sums(unit, row_wise, monkeypatch):
                 np.ascontiguousarray(binned.T) if row_wise else None)
     for slot, rows in ((0, np.arange(N)), (1, sub)):
         want_all = _row_order_histograms(binned, rows, g, h, active, 256)
-        fill_hot_bins(*want_all, rows, g, h, hot, active)
+        fill_hot_bins(*want_all, binned, rows, g, h, hot, active)
         for got, want in zip((a[slot] for a in hist), want_all):
             assert got.dtype == want.dtype or got.dtype == np.int32
             assert np.array_equal(np.asarray(got, want.dtype).view(np.uint8), want.view(np.uint8))
