@@ -233,6 +233,18 @@ def _latency_part(node):
     raise ValueError(f"latency graph node {name} belongs to no part")
 
 
+def _one_thread_options(optimize=True):
+    """onnxruntime session options on one thread (intra- and inter-op), warnings only;
+    ``optimize=False`` turns the graph optimizations off."""
+    import onnxruntime as ort
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = opts.inter_op_num_threads = 1
+    opts.log_severity_level = 3
+    if not optimize:
+        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    return opts
+
+
 def _paired_rounds(sessions, feeds, rounds, reps=300):
     """[rounds, len(sessions)] CPU microseconds per single-row call: each
     round runs every session on ``reps`` rows, in a fresh random order."""
@@ -268,9 +280,7 @@ def latency_parts(clf, model, X, rounds=101):
     proto = compile_onnx(model, batch_hint=1)
     rows = [X[i:i + 1] for i in range(300)]
     b1 = np.full(1, np.inf)
-    opts = ort.SessionOptions()
-    opts.intra_op_num_threads = opts.inter_op_num_threads = 1
-    opts.log_severity_level = 3
+    opts = _one_thread_options()
 
     def session(p, o=opts):
         return ort.InferenceSession(p.SerializeToString(), o, providers=["CPUExecutionProvider"])
@@ -292,10 +302,7 @@ def latency_parts(clf, model, X, rounds=101):
     named = {o.name for o in values.graph.output}
     for n in values.graph.node:
         values.graph.output.extend(onnx.ValueInfoProto(name=o) for o in n.output if o not in named)
-    plain = ort.SessionOptions()
-    plain.intra_op_num_threads = plain.inter_op_num_threads = 1
-    plain.log_severity_level = 3
-    plain.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    plain = _one_thread_options(optimize=False)
     sv = session(values, plain)
     held = dict(zip([o.name for o in sv.get_outputs()], sv.run(None, exact_feeds[0])))
     cut = []

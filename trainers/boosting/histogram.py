@@ -28,8 +28,8 @@ order (``_hot_from_spares``).  Each spare sums its rows in row order, one
 thread per feature, so the bits do not depend on the thread count; the
 hot bin's sums of g and h are those of its rows in that interleaved order
 instead of row order (the count is exact either way), so they round
-differently (a model changes only where two split gains tie within that
-rounding: no pinned model moved), but they are sums of the bin's own rows:
+differently (a model changes where two split gains nearly tie: two of
+the pinned models moved), but they are sums of the bin's own rows:
 a bin whose rows all have g = h = 0 sums to exactly 0.  (Filling it as the
 node's totals minus the other bins, as LightGBM does, left ~1e-7 there
 and a split with H = 0 and an infinite leaf.)  Before, the hot bin's sums
@@ -249,7 +249,8 @@ def _build_level(binned, order, starts, stops, slots, g, h, active, hot, hg, hh,
     F, N = binned.shape
     K = starts.shape[0]
     W = hg.shape[2]
-    keep_hot = W == N_SLOTS
+    # each feature's hot bin, -1 for none; only 256-wide (uint8) histograms keep one
+    zs = hot if W == N_SLOTS else np.full(F, -1, np.int64)
     off, lanes = _gather_lanes(order, starts, stops, g, h, N)
     # threads take groups of features; a group walks the node's rows in
     # blocks, each block's vectors staying in L2 while every feature of the
@@ -274,9 +275,8 @@ def _build_level(binned, order, starts, stops, slots, g, h, active, hot, hg, hh,
                     r = rws[i]
                     for f in range(f0, f1):
                         if active[f]:
-                            b = np.int64(rowmajor[r, f])
-                            hit = keep_hot and b == hot[f]   # a hot row to its spare, as the column passes
-                            add4(acc[f - f0], N_SLOTS + (i & (_N_SPARE - 1)) if hit else b, blk, i)
+                            b = np.int64(rowmajor[r, f])   # a hot row to its spare, as the column passes
+                            add4(acc[f - f0], N_SLOTS + (i & (_N_SPARE - 1)) if b == zs[f] else b, blk, i)
                 n = 0   # no column pass
             for i0 in range(0, n, _ROW_BLOCK):
                 i1 = min(n, i0 + _ROW_BLOCK)
@@ -287,14 +287,14 @@ def _build_level(binned, order, starts, stops, slots, g, h, active, hot, hg, hh,
                         continue
                     # the dense root reads its block of the column in order
                     col = binned[f, i0:i1] if dense else binned[f]
-                    if hot[f] < 0 or not keep_hot:
+                    if zs[f] < 0:
                         _accumulate4(col, rows, block, acc[f - f0], dense)
                     else:
-                        _accumulate4_hot(col, rows, block, acc[f - f0], dense, hot[f])
+                        _accumulate4_hot(col, rows, block, acc[f - f0], dense, zs[f])
             for f in range(f0, f1):
                 a = acc[f - f0]
-                if keep_hot and active[f] and hot[f] >= 0:
-                    _hot_from_spares(a, hot[f])
+                if active[f] and zs[f] >= 0:
+                    _hot_from_spares(a, zs[f])
                 for b in range(W):
                     hg[s, f, b] = a[b, 0]
                     hh[s, f, b] = a[b, 1]
@@ -313,12 +313,12 @@ def _build_level(binned, order, starts, stops, slots, g, h, active, hot, hg, hh,
                         i1 = min(n, i0 + _ROW_BLOCK)
                         rows = order[starts[k] + i0:starts[k] + i1]
                         block = lanes[off[k] + i0:off[k] + i1]
-                        if hot[f] < 0 or not keep_hot:
+                        if zs[f] < 0:
                             _accumulate4(binned[f], rows, block, a, False)
                         else:
-                            _accumulate4_hot(binned[f], rows, block, a, False, hot[f])
-                    if keep_hot and hot[f] >= 0:
-                        _hot_from_spares(a, hot[f])
+                            _accumulate4_hot(binned[f], rows, block, a, False, zs[f])
+                    if zs[f] >= 0:
+                        _hot_from_spares(a, zs[f])
                 for b in range(W):
                     hg[s, f, b] = a[b, 0]
                     hh[s, f, b] = a[b, 1]

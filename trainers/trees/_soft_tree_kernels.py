@@ -105,41 +105,6 @@ def internal_rows(s, y, sig, w, Al, Au, g):
 
 
 @njit(cache=True)
-def narrow_rmatvec(R, x):
-    """R.T @ x for a narrow R [n, T] (a slot's terminals): out_j = sum_i
-    R_ij x_i, i ascending from 0.0, the bits of ``linalg.rmatvec``; four
-    columns per pass over the rows, each sum in a register (``rmatvec``
-    keeps them in memory, a store-to-load chain per row when T is 1-4)."""
-    n, T = R.shape
-    out = np.zeros(T)
-    j = 0
-    while j < T:
-        if j + 4 <= T:
-            s0 = 0.0
-            s1 = 0.0
-            s2 = 0.0
-            s3 = 0.0
-            for i in range(n):
-                xi = x[i]
-                s0 += R[i, j] * xi
-                s1 += R[i, j + 1] * xi
-                s2 += R[i, j + 2] * xi
-                s3 += R[i, j + 3] * xi
-            out[j] = s0
-            out[j + 1] = s1
-            out[j + 2] = s2
-            out[j + 3] = s3
-            j += 4
-        else:
-            s0 = 0.0
-            for i in range(n):
-                s0 += R[i, j] * x[i]
-            out[j] = s0
-            j += 1
-    return out
-
-
-@njit(cache=True)
 def _column_cost(c, col_ptr, col_items, item_cost, paid):
     s = 0.0
     for q in range(col_ptr[c], col_ptr[c + 1]):

@@ -32,7 +32,7 @@ import numpy as np
 
 from .. import lbfgs, linalg
 from ..relaxation import design_t, lemma1_fit, refit, routing
-from ._soft_tree_kernels import internal_rows, narrow_rmatvec
+from ._soft_tree_kernels import internal_rows
 from .tree_ir import CostItems, tie_aware_split
 
 TERM = -1          # a slot holding a terminal element
@@ -282,7 +282,7 @@ class SoftTree:
             inv = np.divide(ct, eta, out=np.zeros_like(eta), where=eta > 0)
             C = 0.5 * ((Go + gk[None, :]) * inv).sum(1) + 0.5 * (ct * eta).sum(1)
             Aside.append(L + self.lam * linalg.matvec(R, C))
-            coef += self.lam * linalg.rmatvec(inv, narrow_rmatvec(R, ws))   # lam sum_l P_l ct_lm / eta_lm
+            coef += self.lam * linalg.rmatvec(inv, linalg.rmatvec(R, ws))   # lam sum_l P_l ct_lm / eta_lm
         Al, Au = Aside
         # r = s - y; fw = w . (r^2 / 2 + sig Au + (1 - sig) Al); dsig = g sig (1 - sig) (Au - Al);
         # ds = w (r + dsig); wd = w . dsig: one pass, the bits of those numpy expressions

@@ -58,11 +58,11 @@ def test_astc_node_rows_are_the_numpy_expressions_bits():
     assert np.array_equal(got, np.ascontiguousarray((Zk - xm) * rw[:, None]))
 
 
-def test_internal_rows_and_narrow_rmatvec_are_the_numpy_expressions_bits():
+def test_internal_rows_and_narrow_rmatvec_are_the_plain_expressions_bits():
     # SoftTree.internal_objective's per-row terms in one numba pass: the bits of the numpy expressions
     # (and linalg.dot's sums) that they replace
     from skinflint.trainers.relaxation import routing
-    from skinflint.trainers.trees._soft_tree_kernels import internal_rows, narrow_rmatvec
+    from skinflint.trainers.trees._soft_tree_kernels import internal_rows
     rng = np.random.default_rng(3)
     n, g = 1237, 50.0
     s, y, w = rng.normal(size=n), rng.normal(size=n), rng.uniform(0, 1e-3, n)
@@ -74,6 +74,10 @@ def test_internal_rows_and_narrow_rmatvec_are_the_numpy_expressions_bits():
     dsig = g * sig * (1 - sig) * (Au - Al)
     assert np.array_equal(ds, w * (r + dsig))
     assert wd == linalg.dot(w, dsig)
-    for T in (1, 2, 3, 4, 5, 9):
+    for T in (1, 2, 3, 4, 5, 9):     # rmatvec's register path for narrow matrices (< 8 columns) and the wide one
         R = rng.uniform(size=(n, T))
-        assert np.array_equal(narrow_rmatvec(R, w), linalg.rmatvec(R, w))
+        want = np.zeros(T)
+        for j in range(T):           # each column one chain over the rows in order, from 0.0 (Python floats)
+            for i in range(n):
+                want[j] += float(R[i, j]) * float(w[i])
+        assert np.array_equal(linalg.rmatvec(R, w), want)
