@@ -522,7 +522,13 @@ _REDELIVERY: list[threading.Timer] = []   # the pending re-sent interrupt, if an
 
 def _send_interrupt_again():
     _REDELIVERY.clear()   # first: the handler this sends may have to schedule the next one
-    os.kill(os.getpid(), signal.SIGINT)
+    # to the main thread itself: a process-wide kill may be taken by this timer thread, and then the
+    # main thread's blocking call (a sleep, a read) is not interrupted and the handler waits for it
+    # to end (a CI run waited out a 10 s sleep)
+    if hasattr(signal, "pthread_kill"):
+        signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+    else:
+        os.kill(os.getpid(), signal.SIGINT)
 
 
 @contextlib.contextmanager
