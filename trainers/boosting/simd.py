@@ -39,3 +39,32 @@ def add4(typingctx, dst, i, src, j):
         builder.store(builder.fadd(builder.load(dp, align=8), builder.load(sp, align=8)), dp, align=8)
         return context.get_dummy_value()
     return sig, codegen
+
+
+@intrinsic
+def add4x2(typingctx, dst_a, i, dst_b, k, src, j):
+    """``dst_a[i, 0:4] += src[j, 0:4]`` then ``dst_b[k, 0:4] += src[j, 0:4]``:
+    ``add4`` into two features' sums with one load of the row's vector (a
+    store to ``dst_a`` could alias ``src`` for all the compiler knows, so two
+    ``add4`` calls load it twice).  The same IEEE-754 adds, in that order."""
+    arrs = (dst_a, dst_b, src)
+    if not (all(isinstance(a, types.Array) and a.dtype == types.float64 and a.ndim == 2 and a.layout == "C"
+                for a in arrs) and all(isinstance(x, types.Integer) for x in (i, k, j))):
+        return None
+    sig = types.void(dst_a, i, dst_b, k, src, j)
+
+    def codegen(context, builder, signature, args):
+        vec = llir.VectorType(llir.DoubleType(), 4)
+        i64 = llir.IntType(64)
+        ptrs = []
+        for a, x in ((0, 1), (2, 3), (4, 5)):
+            data = context.make_array(signature.args[a])(context, builder, args[a]).data
+            n = context.cast(builder, args[x], signature.args[x], types.int64)
+            ptrs.append(builder.bitcast(builder.gep(data, [builder.mul(n, i64(4))]), vec.as_pointer()))
+        pa, pb, ps = ptrs
+        v = builder.load(ps, align=8)
+        builder.store(builder.fadd(builder.load(pa, align=8), v), pa, align=8)
+        builder.store(builder.fadd(builder.load(pb, align=8), v), pb, align=8)
+        return context.get_dummy_value()
+    return sig, codegen
+
