@@ -80,6 +80,13 @@ class _CostSensitiveEstimator(BaseEstimator):
 
     # ------------------------------------------------------------ inputs
     def _check_finite(self, X):
+        # a finite sum has no inf or NaN among its terms (one would make it inf or NaN): one pass that makes no
+        # array, where the checks below make a bool array as large as X (473k x 519 float32: 0.04 against
+        # 0.07-0.5 s, the larger when the array's pages are fresh); an overflow to inf takes the exact checks
+        with np.errstate(over="ignore", invalid="ignore"):
+            finite = np.isfinite(X.sum())
+        if finite:
+            return X
         if np.isinf(X).any():
             raise ValueError("X: contains infinity; use NaN for missing values")
         if not self._allow_missing and np.isnan(X).any():
