@@ -25,8 +25,9 @@ for two features.  Each feature's bins still add their rows in row order,
 so the bits are those of one feature at a time.  Measured on the levels
 of one tree at 473k x 519 (one thread, the same inputs, interleaved):
 472 -> 386 ms CPU, the root 160 -> 131, the gathered levels 10-20 % each.
-Four at a time was slower (504 ms at the root alone, 429 in all: four
-columns no longer stay in L2 across a level's nodes).  Gathering only
+Four at a time was slower (the root 186 against 139 ms; on the gathered
+levels 429 against 392 ms a tree: four columns no longer stay in L2
+across a level's nodes), three too.  Gathering only
 (g, h) and putting in the 1 and 0 by a shuffle (16 bytes a row, not 32)
 changed nothing measurable.
 
