@@ -186,7 +186,14 @@ def exact_graph(setup: Setup, with_budget, with_used=True):
     mask = None if setup.t.top_kind <= KIND_KERNEL else routing.active_regions()
     routes = routing.route_ends(mask) if setup.t.top_kind == KIND_CTREE else None
     costs = Costs(setup, values, routes)
-    if costs.lazy(mask, with_budget) and setup.op == "TreeEnsembleRegressor":
+    voted = not setup.small and (first := costs.first_slot_votes(mask, with_budget)) is not None
+    if voted:
+        # the batch schedule's one MIN-aggregated operator votes each row's
+        # first touches beside its leaf values (or starts): no search
+        values.first_slots = first
+        values.vote_values = values.can_vote_values()
+        values.need_starts = not values.vote_values
+    elif costs.lazy(mask, with_budget) and setup.op == "TreeEnsembleRegressor":
         # the one tree operator also counts, per feature, the reached leaves
         # that split on it, where that costs less than gathering bit sets,
         # and gives a float32 bank's leaf values; then leaf numbers are
@@ -197,7 +204,10 @@ def exact_graph(setup: Setup, with_budget, with_used=True):
     elif (first := costs.first_slot_votes(mask, with_budget)) is not None:
         values.first_slots = first
         values.int_votes = costs.sorted_halt()
-    if costs.lazy(mask, with_budget):
+    if voted:
+        h, cost, used = costs.halt_voted(with_used)
+        h_col = costs.h_col
+    elif costs.lazy(mask, with_budget):
         h, cost, used = costs.halt_lazy(with_budget, with_used)
         h_col = None        # one route: the stage is a lookup by h alone
     else:
@@ -211,7 +221,7 @@ def exact_graph(setup: Setup, with_budget, with_used=True):
         if with_used and used is None:
             with g.scope("touch/features_used", root=True):
                 used = g.op("Less", feat_slots, h_col)
-    shift = 0 if costs.lazy(mask, with_budget) else costs.h_shift
+    shift = 0 if costs.lazy(mask, with_budget) and not voted else costs.h_shift
     pick = costs.h_index if costs.h_index is not None else h_col
     stage = routing.stage(h, h_col, mask, shift, h_index=costs.h_index)
     return routing.scores(stage, pick if mask is None else None, shift), cost, stage, used

@@ -243,6 +243,8 @@ class Values(Part):
             # one target per tree, its one vote where the leaf's values start
             # (an integer below 2^24: ``_starts_fit``)
             "each_start": (T, lambda nodes: (tree_of[nodes], self._start_of_node()[nodes])),
+            # one target per tree, its one vote the leaf's number within its tree
+            "each_local": (T, lambda nodes: (tree_of[nodes], local[nodes].astype(np.float32))),
         }
         first, at = {}, 0
         forest, extra = None, []
@@ -335,10 +337,15 @@ class Values(Part):
             if self.small and self._starts_fit() and "starts" in parts:
                 parts = ["each_start"] + parts[1:]
             aggregate = "SUM"
-            if self.first_slots is not None:
+            if self.first_slots is not None and not self.small:
+                # the batch schedule: each tree's leaf value (a float32
+                # bank) or local leaf number on a target of its own, one
+                # vote per row, its minimum is that vote (as its sum is)
+                parts, aggregate = ["values" if self.vote_values else "each_local", "first_slots"], "MIN"
+            elif self.first_slots is not None:
                 # one vote per each_start target: its minimum is its sum
                 if parts != ["each_start"]:
-                    raise ValueError("first-slot votes go with each tree's own leaf start only")
+                    raise ValueError("first-slot votes go with each tree's own leaf start or value only")
                 # and, first, the bias's index for the running sum
                 # (``_row_prefix``: no Pad of the leaf starts), voted by the
                 # first tree's leaves: one vote per row, its minimum
@@ -422,6 +429,11 @@ class Values(Part):
         None without a tree operator)."""
         if self.op == "gather":
             return None
+        if self._major_local is None and self.first_slots is not None and not self.small:
+            # voted one tree to a target beside the first touches: no digits
+            with self.g.scope("leaf/decode", root=True):
+                y = self.g.op("Transpose", self.ensemble()["each_local"], perm=[1, 0])
+                self._major_local = self.g.cast(y, I32)
         if self._major_local is None:
             g = self.g
             if self._ensemble is not None and "starts" not in self._ensemble:

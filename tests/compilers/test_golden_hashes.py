@@ -70,7 +70,12 @@ GOLDEN = os.path.join(os.path.dirname(__file__), "golden")
 # table), the tables' offsets added only where global starts are read (the rows over their budget);
 # a row's touched cost, for costs exact in any order, is a count times the cost when all are equal, a
 # float32 MatMul when every subset sum is exact in float32 (Cast, Mul and ReduceSum in float64
-# before).  The parity tests pass and the onnxruntime matrix is exact.
+# before).  The parity tests pass and the onnxruntime matrix is exact.  Again (issue 30 item 3,
+# the batch graph with halting budgets; multiclass, the one example whose features alone are paid,
+# all at one cost): the tree operator, MIN-aggregated, votes each row's first touches beside each
+# tree's leaf number (float32 bank: leaf value), so no first-touch search; the rows over their
+# budget are sorted as far as the furthest halt among them (TopK with a K read from the rows).
+# tests/parity/test_onnx_voted_halt.py and the parity tests pass; the onnxruntime matrix is exact.
 with open(os.path.join(GOLDEN, "pins", "c.json")) as fh:
     C_PINS = json.load(fh)
 with open(os.path.join(GOLDEN, "pins", "onnx.json")) as fh:
