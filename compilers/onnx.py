@@ -179,7 +179,9 @@ def exact_graph(setup: Setup, with_budget, with_used=True):
     first touches, payments and the halt, the stage completed before it,
     and that stage's value.  When costs add exactly in any order and the
     trees have one route, only the rows over their budget are searched for
-    their first touches (``Costs.halt_lazy``); without a budget, none."""
+    their first touches (``Costs.halt_lazy``); without a budget, none.  When,
+    besides, the features alone are paid, at one cost, the tree operator votes
+    every row's first touches instead (``Costs.halt_voted``)."""
     g = setup.g
     values = Values(setup)
     routing = Routing(setup, values)
@@ -189,10 +191,10 @@ def exact_graph(setup: Setup, with_budget, with_used=True):
     voted = not setup.small and (first := costs.first_slot_votes(mask, with_budget)) is not None
     if voted:
         # the batch schedule's one MIN-aggregated operator votes each row's
-        # first touches beside its leaf values (or starts): no search
+        # first touches beside each tree's leaf number (a float32 bank's
+        # leaf value, ``can_vote_values``): no search (Costs.halt_voted)
         values.first_slots = first
         values.vote_values = values.can_vote_values()
-        values.need_starts = not values.vote_values
     elif costs.lazy(mask, with_budget) and setup.op == "TreeEnsembleRegressor":
         # the one tree operator also counts, per feature, the reached leaves
         # that split on it, where that costs less than gathering bit sets,

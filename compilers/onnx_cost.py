@@ -182,8 +182,7 @@ class Costs(Part):
             return False
         if not self.layout.n_trees:
             return True          # no path to search: static touches only
-        width = 2 if self.never < np.iinfo(np.int16).max else 4
-        return len(self.values.leaf_layout().vals) * self.F * width <= DENSE_TABLE_BYTES
+        return self._slot_table_fits(2 if self.never < np.iinfo(np.int16).max else 4)
 
     def _depth_table(self):
         """[leaf starts, F] int64: the depth at which each leaf's path first
@@ -231,8 +230,9 @@ class Costs(Part):
         """The ``first_slots`` table for the tree operator to vote (``Values.first_slots``),
         or None: with a budget, one region of every tree and one route (the
         first touches then need no search), with the TreeEnsembleRegressor
-        (a leaf votes for several targets) and each tree's leaf start (or,
-        in the batch schedule, its leaf value) voted on its own target.
+        (a leaf votes for several targets) and each tree's leaf start (in
+        the batch schedule, its leaf number, or a float32 bank's leaf
+        value) voted on its own target.
         The latency schedule: against the ``Gather`` of [rows, trees, F]
         slots and its ``ReduceMin`` (and the int16 table's ``Cast``), a few
         more votes per reached leaf.  The batch schedule, when the features
@@ -695,7 +695,13 @@ class Costs(Part):
         the j-th unit paid in acquisition order then always brings the
         running cost to the same constant, the cost added j times in that
         order, whichever feature it is)."""
-        return not self.small and self._equal_feature_costs()
+        return not self.small and self._equal_feature_costs() and self._slot_table_fits(8)
+
+    def _slot_table_fits(self, width):
+        """Whether a [leaf starts, F] table of ``width``-byte slots stays
+        within ``DENSE_TABLE_BYTES`` (the compiler builds it in numpy: wide
+        models keep the search instead of gigabytes at compile time)."""
+        return len(self.values.leaf_layout().vals) * self.F * width <= DENSE_TABLE_BYTES
 
     def _equal_feature_costs(self):
         """The features are the only paid units and all cost the same, no
@@ -703,7 +709,7 @@ class Costs(Part):
         budget halts)."""
         (groups, feats, trees, svs), costs = self._paid_units()
         L = self.layout
-        return bool(not (groups.size or trees.size or svs.size) and feats.size == self.F
+        return bool(costs.size and not (groups.size or trees.size or svs.size) and feats.size == self.F
                     and np.all(costs == costs[0]) and np.all(self._static_features() >= self.never)
                     and self.static(np.arange(L.n_features + L.n_trees + L.n_sv)).min() == 0)
 
@@ -771,14 +777,16 @@ class Costs(Part):
                      g.const(np.array(-self.never, np.int64 if dtype == I64 else np.float32)))
         units = F + int(free)
         run = np.cumsum(np.r_[0.0, costs] if free else costs).astype(np.float64)[:, None]        # [units, 1]
-        over = g.cast(g.op("Greater", g.const(run), budget), dtype)                             # [units, N]
-        k = g.const([units], np.int64)
         if over_only:
+            over = g.cast(g.op("Greater", g.const(run), budget), dtype)                         # [units, N]
             n_over = g.op("ReduceMin", g.op("ReduceSum", over, g.const([0], np.int64), keepdims=0),
                           g.const([0], np.int64), keepdims=1)                                   # [1]
             k = g.op("Sub", g.const([units + 1], np.int64), g.cast(n_over, I64))
             over = g.op("Slice", over, g.const([0], np.int64), k, g.const([0], np.int64))       # [k, N]
-        srt, _ = g.op("TopK", s, k, axis=0, largest=0, sorted=1, n_out=2)                       # [k, N]
+            srt, _ = g.op("TopK", s, k, axis=0, largest=0, sorted=1, n_out=2)                   # [k, N]
+        else:       # the latency graph's ops in their order before over_only existed (its bytes)
+            srt, _ = g.op("TopK", s, g.const([units], np.int64), axis=0, largest=0, sorted=1, n_out=2)
+            over = g.cast(g.op("Greater", g.const(run), budget), dtype)                         # [units, N]
         h = g.op("ReduceMin", g.op("Mul", srt, over), g.const([0], np.int64), keepdims=1)        # [1, N]
         return srt, run, h, g.op("Reshape", h, g.const([-1, 1], np.int64))                     # [N, 1]
 
@@ -796,8 +804,9 @@ class Costs(Part):
         A row whose touched features all fit its budget halts nowhere; only
         the rows over it (a negative budget is one, and so is the padding
         row: the subset is never empty) are gathered for the sort and
-        halt of ``_pay_sorted``, over [F + 1, rows over budget], and their
-        halting slots scattered back.  Features used are those touched
+        halt of ``_pay_sorted``, over [F + 1, rows over budget] ([F, ...]
+        without the free unit, ``_free_unit``), and their halting slots
+        scattered back.  Features used are those touched
         before the halt, for every row at once."""
         g = self.g
         _, costs = self._paid_units()

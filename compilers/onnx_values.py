@@ -146,8 +146,9 @@ class Values(Part):
         self.touch_votes: np.ndarray | None = None
         # [leaf starts, F] int64: the slot at which each leaf's path first
         # touches each feature ('never' if not), voted MIN-aggregated
-        # (``Costs.first_slot_votes``): the one-region latency schedule's
-        # first touches straight from the tree operator
+        # (``Costs.first_slot_votes``): one region's first touches straight
+        # from the tree operator (the latency schedule; the batch schedule
+        # when the features alone are paid, at one cost)
         self.first_slots: np.ndarray | None = None
 
     # -- trees ------------------------------------------------------------
@@ -330,7 +331,11 @@ class Values(Part):
         (emitted once): "starts" (packed leaf numbers) when ``need_starts``,
         "values" (each tree's leaf value) when ``vote_values``, "touches"
         (per feature of ``touch_votes``, how many reached leaves split on
-        it) when that is set."""
+        it) when that is set.  With ``first_slots``, MIN-aggregated:
+        "first_slots" (per feature, its first touch - 'never') beside
+        "each_start" (the latency schedule) or, in the batch schedule,
+        "each_local" (each tree's leaf number) or "values" (a float32
+        bank's leaf values), one vote per row on each of those targets."""
         if self._ensemble is None:
             parts = (["starts"] if self.need_starts or not self.vote_values else []) + \
                 (["values"] if self.vote_values else []) + (["touches"] if self.touch_votes is not None else [])
@@ -345,7 +350,7 @@ class Values(Part):
             elif self.first_slots is not None:
                 # one vote per each_start target: its minimum is its sum
                 if parts != ["each_start"]:
-                    raise ValueError("first-slot votes go with each tree's own leaf start or value only")
+                    raise ValueError("first-slot votes go with each tree's own leaf start only")
                 # and, first, the bias's index for the running sum
                 # (``_row_prefix``: no Pad of the leaf starts), voted by the
                 # first tree's leaves: one vote per row, its minimum
@@ -494,7 +499,9 @@ class Values(Part):
         directly, one target per tree: a one-output float32 bank of every
         tree, in order, and a sum that starts from a base other than -0.0
         (the operator's sum of one vote is 0 + v, +0 for v = -0.0, and
-        b + (+0) differs from b + (-0) only for b = -0.0)."""
+        b + (+0) differs from b + (-0) only for b = -0.0; MIN-aggregated,
+        with the first touches, one vote is returned as it is, so there
+        the rule only keeps the two graphs' choices the same)."""
         t = self.t
         if self.op != "TreeEnsembleRegressor" or t.top_kind != KIND_TREES:
             return False

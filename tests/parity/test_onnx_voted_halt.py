@@ -116,3 +116,19 @@ def test_unequal_costs_or_no_budget_keep_the_searched_halt():
     X = adversarial_rows(unequal)
     for budget in _budgets(unequal, X, 1.0):
         _assert_exact(rt, unequal, X, budget)
+
+
+def test_wide_models_keep_the_search(monkeypatch):
+    """The voted halt's [leaf starts, features] slot table is built in numpy
+    at compile time: past ``DENSE_TABLE_BYTES`` the graph keeps the
+    first-touch search (exact either way) instead of gigabytes of tables."""
+    from skinflint.compilers import onnx_cost
+    m = _chain_bank(9, 1.0)
+    assert _voted(compile_onnx(m))
+    monkeypatch.setattr(onnx_cost, "DENSE_TABLE_BYTES", 9 * 8 * 8)      # fewer bytes than 8 leaf starts' rows
+    proto = compile_onnx(m)
+    assert not _voted(proto)
+    rt = OnnxRuntime(proto)
+    X = adversarial_rows(m)
+    for budget in _budgets(m, X, 1.0):
+        _assert_exact(rt, m, X, budget)
