@@ -177,10 +177,7 @@ def bench_onnx(clf, model, X, cpu=False):
             ("exact, batch_hint=1", compile_onnx(model, batch_hint=1), inf),
             ("  same, no budget input", compile_onnx(model, batch_hint=1, budget=False), None)]
     rows = {}
-    opts, clock = ort.SessionOptions(), timed
-    if cpu:
-        opts.intra_op_num_threads = opts.inter_op_num_threads = 1
-        clock = _cpu_timed
+    opts, clock = (_one_thread_options(), _cpu_timed) if cpu else (ort.SessionOptions(), timed)
 
     def keep(name, got):
         rows[name] = got if name not in rows else (max(rows[name][0], got[0]), min(rows[name][1], got[1]))
@@ -367,7 +364,6 @@ def compare_artifacts(old_dir, n_rows, rounds=6, only=None):
     when DIR has it) on single rows, and the C entry points (not with
     ``only="onnx"``)."""
     import os
-    import time
 
     import onnxruntime as ort
 
@@ -377,13 +373,10 @@ def compare_artifacts(old_dir, n_rows, rounds=6, only=None):
     # CPU time on one thread: old and new graphs do the same work whatever
     # else the shared machine runs (wall time varied 0.7x-1.3x between two
     # copies of one artifact under load)
-    one_thread = ort.SessionOptions()
-    one_thread.intra_op_num_threads = one_thread.inter_op_num_threads = 1
+    one_thread = _one_thread_options()
 
     def cpu_timed(fn):
-        t = time.process_time()
-        fn()
-        return time.process_time() - t
+        return _cpu_timed(fn)[1]
     with tempfile.TemporaryDirectory() as work:
         for T in (100, 1000):
             model = synthetic_model(T)

@@ -223,7 +223,7 @@ def exact_graph(setup: Setup, with_budget, with_used=True):
         if with_used and used is None:
             with g.scope("touch/features_used", root=True):
                 used = g.op("Less", feat_slots, h_col)
-    shift = 0 if costs.lazy(mask, with_budget) and not voted else costs.h_shift
+    shift = costs.h_shift       # 'never' where the halting slots are shifted (``_pay_sorted``, ``halt_voted``)
     pick = costs.h_index if costs.h_index is not None else h_col
     stage = routing.stage(h, h_col, mask, shift, h_index=costs.h_index)
     return routing.scores(stage, pick if mask is None else None, shift), cost, stage, used

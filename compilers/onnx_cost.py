@@ -622,7 +622,9 @@ class Costs(Part):
         float64 (``exact_in_any_order``), so that the order of the additions
         does not matter.  Equal costs c: c times a count (a float32 sum of
         ones, exact below 2^24; c * k is itself a subset sum, so the product
-        is exact).  Costs exact in float32 in any order
+        is exact); equal costs not exact in any order (``halt_voted`` only):
+        the sum of k units paid one after another, the running sums of the
+        costs read by the count.  Costs exact in float32 in any order
         (``exact_in_any_order(costs, 24)``): a float32 ``MatMul`` with the
         costs (every product is 0 or a cost).  Otherwise float64 ``Mul``
         and ``ReduceSum`` (a float64 ``MatMul`` took 3x as long).  Measured,
@@ -630,6 +632,11 @@ class Costs(Part):
         g = self.g
         if costs.size and np.all(costs == costs[0]) and costs.size < 2 ** 24:
             n = g.op("ReduceSum", g.cast(mask, F32), g.const([1], np.int64), keepdims=0)
+            if not exact_in_any_order(costs):
+                # one cost, not exact in every order (``halt_voted``): the
+                # marked units paid one after another, c added k times in
+                # order, a table of the running sums read by the count
+                return g.op("Gather", g.const(np.r_[0.0, np.cumsum(costs)]), g.cast(n, I64))
             n = g.cast(n, F64)
             return n if costs[0] == 1 else g.op("Mul", n, g.const(np.float64(costs[0])))
         if exact_in_any_order(costs, 24):
@@ -799,8 +806,8 @@ class Costs(Part):
 
         A row pays for the features it touches before its halt, each the
         same cost c, so its cost is c added once per paid feature, in
-        order: the running sums, a constant table read by the count (a
-        float32 sum of ones, exact below 2^24; c = 1: the count itself).
+        order (``_mask_cost``: the count times c where that is exact in any
+        order, else a table of the running sums read by the count).
         A row whose touched features all fit its budget halts nowhere; only
         the rows over it (a negative budget is one, and so is the padding
         row: the subset is never empty) are gathered for the sort and
@@ -812,7 +819,7 @@ class Costs(Part):
         _, costs = self._paid_units()
         shifted = self.values.ensemble()["first_slots"]                                       # [N, F] float32
         with g.scope("pay/total", root=True):
-            total = self._equal_cost_of(g.op("Less", shifted, g.const(np.float32(0))), costs)
+            total = self._mask_cost(g.op("Less", shifted, g.const(np.float32(0))), costs)
             h_all = rows_like(g, self.X, 0.0, np.float32, (1,))                                # [N, 1]
         with g.scope("pay/over_budget", root=True):
             rows = g.op("Reshape", g.op("NonZero", g.op("Greater", total, self.budget)),
@@ -826,19 +833,8 @@ class Costs(Part):
             self.h_shift = int(self.never)
         with g.scope("pay/paid", root=True):
             used = g.op("Less", shifted, h_col)
-            cost = self._equal_cost_of(used, costs)
+            cost = self._mask_cost(used, costs)
         return None, cost, (used if with_used else None)
-
-    def _equal_cost_of(self, mask, costs):
-        """[N] float64: per row, the cost of the units ``mask`` [N, U] marks
-        when they all cost ``costs[0]``, added one after another: the
-        cumulative sums of the costs, read by the count of units."""
-        g = self.g
-        n = g.op("ReduceSum", g.cast(mask, F32), g.const([1], np.int64), keepdims=0)
-        if costs.size and costs[0] == 1.0:
-            return g.cast(n, F64)
-        run = np.r_[0.0, np.cumsum(costs)].astype(np.float64)
-        return g.op("Gather", g.const(run), g.cast(n, I64))
 
     def _free_unit(self):
         """Whether ``_pay_sorted`` needs its free unit at slot 0: unless

@@ -80,39 +80,16 @@ def rmatvec(A, x):
     """A.T @ x: out_j = sum_i A_ij x_i, i ascending (rows streamed once,
     vectorised across j).  With fewer than _NARROW columns (CSTC's slot of
     1-4 terminals) the sums in memory were a store-to-load chain per row:
-    there four columns per pass over the rows, each sum in a register, then
-    one column at a time; every sum the same chain, so the same bits."""
+    there ``matvec`` of the transposed view keeps four sums in registers
+    per pass over the rows; every sum the same chain, so the same bits."""
     n, m = A.shape
+    if m < _NARROW:
+        return matvec(A.T, x)
     out = np.zeros(m)
-    if m >= _NARROW:
-        for i in range(n):
-            xi = x[i]
-            for j in range(m):
-                out[j] += A[i, j] * xi
-        return out
-    j = 0
-    while j + 4 <= m:
-        s0 = 0.0
-        s1 = 0.0
-        s2 = 0.0
-        s3 = 0.0
-        for i in range(n):
-            xi = x[i]
-            s0 += A[i, j] * xi
-            s1 += A[i, j + 1] * xi
-            s2 += A[i, j + 2] * xi
-            s3 += A[i, j + 3] * xi
-        out[j] = s0
-        out[j + 1] = s1
-        out[j + 2] = s2
-        out[j + 3] = s3
-        j += 4
-    while j < m:
-        s = 0.0
-        for i in range(n):
-            s += A[i, j] * x[i]
-        out[j] = s
-        j += 1
+    for i in range(n):
+        xi = x[i]
+        for j in range(m):
+            out[j] += A[i, j] * xi
     return out
 
 

@@ -172,6 +172,27 @@ def _accumulate4(col, rows, lanes, acc, dense):
 
 
 @njit(cache=True, inline="always")
+def _slot(b, z, i):
+    """Where the row at position i of a node adds its vector: its bin ``b``,
+    or spare slot i mod 8 when that is the feature's hot bin ``z`` (-1:
+    none, as no bin is -1)."""
+    return N_SLOTS + (i & (_N_SPARE - 1)) if b == z else b
+
+
+@njit(cache=True, inline="always")
+def _store_sums(acc, hot_bin, hg, hh, hc, s, f):
+    """One feature's sums ``acc`` into node slot ``s`` of the level's
+    histograms, its hot bin first filled from the spare slots (``hot_bin``
+    -1: none)."""
+    if hot_bin >= 0:
+        _hot_from_spares(acc, hot_bin)
+    for b in range(hg.shape[2]):
+        hg[s, f, b] = acc[b, 0]
+        hh[s, f, b] = acc[b, 1]
+        hc[s, f, b] = COUNT(acc[b, 2])
+
+
+@njit(cache=True, inline="always")
 def _accumulate4_hot(col, rows, lanes, acc, dense, z):
     """``_accumulate4`` for a feature with hot bin ``z``: the row at position
     i adds its vector to spare slot i mod 8 if its bin is z (in turn, so no
@@ -181,8 +202,7 @@ def _accumulate4_hot(col, rows, lanes, acc, dense, z):
     node (its row blocks are _ROW_BLOCK long), so i mod 8 is the row's
     position in the node mod 8."""
     for i in range(lanes.shape[0]):
-        b = np.int64(col[i] if dense else col[rows[i]])
-        add4(acc, N_SLOTS + (i & (_N_SPARE - 1)) if b == z else b, lanes, i)
+        add4(acc, _slot(np.int64(col[i] if dense else col[rows[i]]), z, i), lanes, i)
 
 
 @njit(cache=True, inline="always")
@@ -207,10 +227,7 @@ def _accumulate4_pair(col_a, col_b, rows, lanes, acc_a, acc_b, dense, za, zb):
     bits."""
     for i in range(lanes.shape[0]):
         r = i if dense else rows[i]
-        ba = np.int64(col_a[r])
-        bb = np.int64(col_b[r])
-        add4x2(acc_a, N_SLOTS + (i & (_N_SPARE - 1)) if ba == za else ba,
-               acc_b, N_SLOTS + (i & (_N_SPARE - 1)) if bb == zb else bb, lanes, i)
+        add4x2(acc_a, _slot(np.int64(col_a[r]), za, i), acc_b, _slot(np.int64(col_b[r]), zb, i), lanes, i)
 
 
 def _n_groups(F, n_threads):
@@ -305,8 +322,8 @@ def _build_level(binned, order, starts, stops, slots, g, h, active, hot, hg, hh,
                     r = rws[i]
                     for f in range(f0, f1):
                         if active[f]:
-                            b = np.int64(rowmajor[r, f])   # a hot row to its spare, as the column passes
-                            add4(acc[f - f0], N_SLOTS + (i & (_N_SPARE - 1)) if b == zs[f] else b, blk, i)
+                            # a hot row to its spare, as the column passes
+                            add4(acc[f - f0], _slot(np.int64(rowmajor[r, f]), zs[f], i), blk, i)
                 n = 0   # no column pass
             for i0 in range(0, n, _ROW_BLOCK):
                 i1 = min(n, i0 + _ROW_BLOCK)
@@ -331,13 +348,7 @@ def _build_level(binned, order, starts, stops, slots, g, h, active, hot, hg, hh,
                     else:
                         _accumulate4_hot(col, rows, block, acc[fa - f0], dense, zs[fa])
             for f in range(f0, f1):
-                a = acc[f - f0]
-                if active[f] and zs[f] >= 0:
-                    _hot_from_spares(a, zs[f])
-                for b in range(W):
-                    hg[s, f, b] = a[b, 0]
-                    hh[s, f, b] = a[b, 1]
-                    hc[s, f, b] = COUNT(a[b, 2])
+                _store_sums(acc[f - f0], zs[f] if active[f] else -1, hg, hh, hc, s, f)
         # gathered nodes: a pair of features at a time through every node, so their columns stay in L2 across
         # the level
         for fa in range(f0, f1, 2):
@@ -359,13 +370,7 @@ def _build_level(binned, order, starts, stops, slots, g, h, active, hot, hg, hh,
                         if active[f]:
                             _accumulate4_hot(binned[f], rows, block, acc[f - f0], False, zs[f])
                 for f in range(fa, fb + 1):
-                    a = acc[f - f0]
-                    if active[f] and zs[f] >= 0:
-                        _hot_from_spares(a, zs[f])
-                    for b in range(W):
-                        hg[s, f, b] = a[b, 0]
-                        hh[s, f, b] = a[b, 1]
-                        hc[s, f, b] = COUNT(a[b, 2])
+                    _store_sums(acc[f - f0], zs[f] if active[f] else -1, hg, hh, hc, s, f)
 
 
 def row_major(binned):
