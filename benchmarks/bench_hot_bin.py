@@ -33,7 +33,7 @@ from skinflint.trainers.boosting.histogram import (
     _accumulate4_hot,
     _hot_from_spares,
 )
-from skinflint.trainers.boosting.simd import add4
+from skinflint.trainers.simd import add4
 
 _F = 32   # one feature group of build_level (histogram._GROUP)
 

@@ -26,6 +26,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from .simd import load4, muladd4, splat4, store4
+
 # ---------------------------------------------------------------- products
 
 
@@ -172,7 +174,7 @@ def tmatmul(A, B):
     return C
 
 
-GRAM_ROWS = 128     # rows per block of gram_upper_add: a block of A (128 x p float64) stays in L2 across its tiles
+GRAM_ROWS = 64      # rows per block of gram_upper_add: a block of A (64 x p float64) stays in L2 across its tiles
 
 
 @njit(cache=True)
@@ -182,6 +184,7 @@ def weighted_gram(A, w):
     blocks of ``GRAM_ROWS`` (``gram_upper_add``): the same chains as the
     plain row loop, which streamed the whole p x p Gram through the cache
     for every row."""
+    A = np.ascontiguousarray(A)
     n, p = A.shape
     G = np.zeros((p, p))
     for i0 in range(0, n, GRAM_ROWS):
@@ -195,14 +198,22 @@ def weighted_gram(A, w):
 @njit(cache=True)
 def gram_upper_add(A, w, G, o, i0, i1):
     """Rows i0..i1-1 of A' diag(w) A added to the upper triangle of
-    G[o:, o:], each entry continuing its own chain (i ascending): 4 x 4
-    tiles accumulated in registers, single cells at the edges."""
+    G[o:, o:], each entry continuing its own chain (i ascending): tiles of
+    4 x 8 entries held in ``<4 x double>`` registers (``simd.Vec4``; each
+    lane is the scalar chain, so the bits are the row loop's), a 4 x 4 tile
+    and single cells at the edges.  A tile on the diagonal also sums a few
+    entries below it; the callers overwrite the lower triangle with the
+    upper one.  ``A`` is C-contiguous (the tiles load four adjacent
+    doubles)."""
     T = A.shape[1]
     j = 0
     while j + 4 <= T:
         l = j
-        while l + 4 <= T:
+        while l + 8 <= T:
             _gram_tile(A, w, G, i0, i1, j, l, o)
+            l += 8
+        if l + 4 <= T:
+            _gram_tile4(A, w, G, i0, i1, j, l, o)
             l += 4
         for r in range(j, j + 4):
             for c in range(max(l, r), T):
@@ -224,66 +235,64 @@ def _gram_cell(A, w, G, i0, i1, j, l, o):
 
 @njit(cache=True)
 def _gram_tile(A, w, G, i0, i1, j, l, o):
-    """Rows i0..i1-1 added to the 4 x 4 block G[o+j:o+j+4, o+l:o+l+4] of
-    A' diag(w) A, each entry its own chain (i ascending), in registers."""
-    g00 = G[o + j, o + l]
-    g01 = G[o + j, o + l + 1]
-    g02 = G[o + j, o + l + 2]
-    g03 = G[o + j, o + l + 3]
-    g10 = G[o + j + 1, o + l]
-    g11 = G[o + j + 1, o + l + 1]
-    g12 = G[o + j + 1, o + l + 2]
-    g13 = G[o + j + 1, o + l + 3]
-    g20 = G[o + j + 2, o + l]
-    g21 = G[o + j + 2, o + l + 1]
-    g22 = G[o + j + 2, o + l + 2]
-    g23 = G[o + j + 2, o + l + 3]
-    g30 = G[o + j + 3, o + l]
-    g31 = G[o + j + 3, o + l + 1]
-    g32 = G[o + j + 3, o + l + 2]
-    g33 = G[o + j + 3, o + l + 3]
+    """Rows i0..i1-1 added to the 4 x 8 block G[o+j:o+j+4, o+l:o+l+8] of
+    A' diag(w) A: eight Vec4 accumulators (two per row of the block), each
+    lane its own chain (i ascending), in registers across the rows."""
+    r, c = o + j, o + l
+    g00 = load4(G, r, c)
+    g01 = load4(G, r, c + 4)
+    g10 = load4(G, r + 1, c)
+    g11 = load4(G, r + 1, c + 4)
+    g20 = load4(G, r + 2, c)
+    g21 = load4(G, r + 2, c + 4)
+    g30 = load4(G, r + 3, c)
+    g31 = load4(G, r + 3, c + 4)
     for i in range(i0, i1):
         wi = w[i]
-        a0 = wi * A[i, j]
-        a1 = wi * A[i, j + 1]
-        a2 = wi * A[i, j + 2]
-        a3 = wi * A[i, j + 3]
-        x0 = A[i, l]
-        x1 = A[i, l + 1]
-        x2 = A[i, l + 2]
-        x3 = A[i, l + 3]
-        g00 += a0 * x0
-        g01 += a0 * x1
-        g02 += a0 * x2
-        g03 += a0 * x3
-        g10 += a1 * x0
-        g11 += a1 * x1
-        g12 += a1 * x2
-        g13 += a1 * x3
-        g20 += a2 * x0
-        g21 += a2 * x1
-        g22 += a2 * x2
-        g23 += a2 * x3
-        g30 += a3 * x0
-        g31 += a3 * x1
-        g32 += a3 * x2
-        g33 += a3 * x3
-    G[o + j, o + l] = g00
-    G[o + j, o + l + 1] = g01
-    G[o + j, o + l + 2] = g02
-    G[o + j, o + l + 3] = g03
-    G[o + j + 1, o + l] = g10
-    G[o + j + 1, o + l + 1] = g11
-    G[o + j + 1, o + l + 2] = g12
-    G[o + j + 1, o + l + 3] = g13
-    G[o + j + 2, o + l] = g20
-    G[o + j + 2, o + l + 1] = g21
-    G[o + j + 2, o + l + 2] = g22
-    G[o + j + 2, o + l + 3] = g23
-    G[o + j + 3, o + l] = g30
-    G[o + j + 3, o + l + 1] = g31
-    G[o + j + 3, o + l + 2] = g32
-    G[o + j + 3, o + l + 3] = g33
+        x0 = load4(A, i, l)
+        x1 = load4(A, i, l + 4)
+        a = splat4(wi * A[i, j])
+        g00 = muladd4(g00, a, x0)
+        g01 = muladd4(g01, a, x1)
+        a = splat4(wi * A[i, j + 1])
+        g10 = muladd4(g10, a, x0)
+        g11 = muladd4(g11, a, x1)
+        a = splat4(wi * A[i, j + 2])
+        g20 = muladd4(g20, a, x0)
+        g21 = muladd4(g21, a, x1)
+        a = splat4(wi * A[i, j + 3])
+        g30 = muladd4(g30, a, x0)
+        g31 = muladd4(g31, a, x1)
+    store4(G, r, c, g00)
+    store4(G, r, c + 4, g01)
+    store4(G, r + 1, c, g10)
+    store4(G, r + 1, c + 4, g11)
+    store4(G, r + 2, c, g20)
+    store4(G, r + 2, c + 4, g21)
+    store4(G, r + 3, c, g30)
+    store4(G, r + 3, c + 4, g31)
+
+
+@njit(cache=True)
+def _gram_tile4(A, w, G, i0, i1, j, l, o):
+    """``_gram_tile`` for a 4 x 4 block (the last four columns before the
+    edge's single cells)."""
+    r, c = o + j, o + l
+    g0 = load4(G, r, c)
+    g1 = load4(G, r + 1, c)
+    g2 = load4(G, r + 2, c)
+    g3 = load4(G, r + 3, c)
+    for i in range(i0, i1):
+        wi = w[i]
+        x = load4(A, i, l)
+        g0 = muladd4(g0, splat4(wi * A[i, j]), x)
+        g1 = muladd4(g1, splat4(wi * A[i, j + 1]), x)
+        g2 = muladd4(g2, splat4(wi * A[i, j + 2]), x)
+        g3 = muladd4(g3, splat4(wi * A[i, j + 3]), x)
+    store4(G, r, c, g0)
+    store4(G, r + 1, c, g1)
+    store4(G, r + 2, c, g2)
+    store4(G, r + 3, c, g3)
 
 
 @njit(cache=True)

@@ -52,6 +52,27 @@ def test_products_sum_in_the_stated_order():
     assert D[2, 4] == _serial_dot(A[2] - A[4], A[2] - A[4]) and D[3, 3] == 0.0
 
 
+def test_gram_tiles_keep_every_chain():
+    # weighted_gram's 4 x 8 vector tiles, its 4 x 4 tile and its edge cells,
+    # across two row blocks and a partial one (n > 2 GRAM_ROWS): every entry of
+    # the upper triangle must be the serial chain sum_i (w_i A_ij) A_il, i
+    # ascending, and the matrix exactly symmetric, for each width that puts the
+    # edges elsewhere (p mod 8 and p mod 4 all taken); mixed magnitudes, so
+    # that any other order or a fused multiply-add shows
+    rng = np.random.default_rng(5)
+    n = 2 * linalg.GRAM_ROWS + 23
+    for p in (1, 3, 4, 7, 8, 11, 12, 13, 16, 21):
+        A = rng.normal(size=(n, p)) * 10.0 ** rng.integers(-6, 6, size=(n, p))
+        w = rng.random(n) * 10.0 ** rng.integers(-3, 3, size=n)
+        G = linalg.weighted_gram(A, w)
+        assert np.array_equal(G, G.T), p
+        bad = [(j, l) for j in range(p) for l in range(j, p) if G[j, l] != _serial_dot(w * A[:, j], A[:, l])]
+        assert not bad, (p, bad[:5])
+    # a non-contiguous view gives the bits of its copy
+    A = rng.normal(size=(n, 30))
+    assert np.array_equal(linalg.weighted_gram(A[:, ::2], w), linalg.weighted_gram(A[:, ::2].copy(), w))
+
+
 def test_every_blocked_layout_keeps_the_stated_order():
     # matmul with one column (matvec), tmatmul with few columns (C' accumulated)
     # and many (four rows of C at a time, a remainder row), sq_distances across

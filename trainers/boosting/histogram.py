@@ -54,7 +54,7 @@ vector add: 1.28 against 0.66 ns per row and feature on the root of a
 import numpy as np
 from numba import get_num_threads, njit, prange
 
-from .simd import add4, add4x2
+from ..simd import add4, add4x2
 
 N_SLOTS = 256  # 255 value bins + the missing bin (uint8 data; wider data: flat_offsets)
 # row counts as int32, as the row indices are (N < 2**31): exact, and 5-10% faster than int64 (measured)

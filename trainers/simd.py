@@ -1,5 +1,7 @@
-"""One explicit SIMD operation for the histogram kernels: four float64 adds
-as one ``<4 x double>`` load, add and store (``add4``).
+"""Explicit ``<4 x double>`` SIMD for the numba kernels: the histogram's
+vector add (``add4``, ``add4x2``) and a four-lane value type (``Vec4``:
+``load4``, ``store4``, ``splat4``, ``muladd4``) that keeps a 4 x 8 tile of
+``linalg.gram_upper_add``'s Gram in registers.
 
 numba leaves LLVM's SLP vectoriser off, so four adjacent scalar adds stay
 four loads, adds and stores; the histogram kernel is bound by those memory
@@ -7,10 +9,19 @@ operations (three read-modify-writes per row and feature: sum g, sum h,
 count).  One vector add of (g, h, 1, 0) does the three at once.  Each lane
 is an IEEE-754 double add, rounded as the scalar add is (no fused or
 reassociated operation), so every sum keeps its bits.
+
+The same holds for ``Vec4``: each lane of ``muladd4`` is the scalar
+``acc + a * x`` with the product rounded before the add (two IEEE-754
+operations, never contracted into a fused multiply-add: the builder sets no
+``contract`` flag), so a kernel that runs four entries' chains side by side
+gets each entry's bits of the scalar loop, on x86-64 and aarch64 alike.
 """
 from llvmlite import ir as llir
 from numba import types
-from numba.extending import intrinsic
+from numba.core import cgutils
+from numba.extending import intrinsic, models, register_model
+
+_VEC = llir.VectorType(llir.DoubleType(), 4)
 
 
 @intrinsic
@@ -68,3 +79,83 @@ def add4x2(typingctx, dst_a, i, dst_b, k, src, j):
         return context.get_dummy_value()
     return sig, codegen
 
+
+
+# ------------------------------------------------------------------ Vec4
+class Vec4Type(types.Type):
+    """Four float64 lanes held as one LLVM ``<4 x double>`` value (a register)."""
+
+    def __init__(self):
+        super().__init__(name="Vec4")
+
+
+vec4 = Vec4Type()
+
+
+@register_model(Vec4Type)
+class _Vec4Model(models.PrimitiveModel):
+    def __init__(self, dmm, fe_type):
+        super().__init__(dmm, fe_type, _VEC)
+
+
+def _is_c2(arr, i, j):
+    """A 2-D C-contiguous float64 array and two integer indices: only then are
+    arr[i, j:j+4] four adjacent doubles."""
+    return (isinstance(arr, types.Array) and arr.dtype == types.float64 and arr.ndim == 2
+            and arr.layout == "C" and isinstance(i, types.Integer) and isinstance(j, types.Integer))
+
+
+def _vec_ptr(context, builder, sig, args):
+    """Pointer to arr[i, j] as a ``<4 x double>*`` (no bounds check)."""
+    arr = context.make_array(sig.args[0])(context, builder, args[0])
+    idx = [context.cast(builder, args[k], sig.args[k], types.intp) for k in (1, 2)]
+    p = cgutils.get_item_pointer(context, builder, sig.args[0], arr, idx, wraparound=False)
+    return builder.bitcast(p, _VEC.as_pointer())
+
+
+@intrinsic
+def load4(typingctx, arr, i, j):
+    """``arr[i, j:j+4]`` as a Vec4 (C-contiguous float64 2-D array)."""
+    if not _is_c2(arr, i, j):
+        return None
+
+    def codegen(context, builder, sig, args):
+        return builder.load(_vec_ptr(context, builder, sig, args), align=8)
+    return vec4(arr, i, j), codegen
+
+
+@intrinsic
+def store4(typingctx, arr, i, j, v):
+    """``arr[i, j:j+4] = v``."""
+    if not (_is_c2(arr, i, j) and v == vec4):
+        return None
+
+    def codegen(context, builder, sig, args):
+        builder.store(args[3], _vec_ptr(context, builder, sig, args), align=8)
+        return context.get_dummy_value()
+    return types.void(arr, i, j, v), codegen
+
+
+@intrinsic
+def splat4(typingctx, x):
+    """The float64 ``x`` in all four lanes."""
+    if x != types.float64:
+        return None
+
+    def codegen(context, builder, sig, args):
+        v = llir.Constant(_VEC, None)
+        for k in range(4):
+            v = builder.insert_element(v, args[0], llir.Constant(llir.IntType(32), k))
+        return v
+    return vec4(x), codegen
+
+
+@intrinsic
+def muladd4(typingctx, acc, a, x):
+    """``acc + a * x`` per lane: the product rounded, then the sum."""
+    if not (acc == vec4 and a == vec4 and x == vec4):
+        return None
+
+    def codegen(context, builder, sig, args):
+        return builder.fadd(args[0], builder.fmul(args[1], args[2]))
+    return vec4(acc, a, x), codegen
