@@ -96,6 +96,21 @@ def rmatvec(A, x):
 
 
 @njit(cache=True)
+def rmatvec_rows(A, rows, x):
+    """``rmatvec(A[rows], x[rows])`` without the copies: out_j = sum_k
+    A_rj x_r over r = rows[k], k ascending (each sum the same chain, so the
+    same bits; ``rmatvec``'s two layouts differ in loop order only)."""
+    m = A.shape[1]
+    out = np.zeros(m)
+    for k in range(rows.shape[0]):
+        r = rows[k]
+        xr = x[r]
+        for j in range(m):
+            out[j] += A[r, j] * xr
+    return out
+
+
+@njit(cache=True)
 def matmul(A, B):
     """A @ B: C_ij = sum_k A_ik B_kj, k ascending (vectorised across j).  A
     single column of B goes through :func:`matvec` (the same sum, four rows'
@@ -185,10 +200,23 @@ def weighted_gram(A, w):
     plain row loop, which streamed the whole p x p Gram through the cache
     for every row."""
     A = np.ascontiguousarray(A)
-    n, p = A.shape
+    return weighted_gram_rows(A, np.arange(A.shape[0]), w)
+
+
+@njit(cache=True)
+def weighted_gram_rows(A, rows, w):
+    """``weighted_gram(A[rows], w[rows])`` without the copy A[rows]: G_jl =
+    sum_k (w_r A_rj) A_rl over r = rows[k], k ascending, the same chains and
+    bits.  ``A`` may be a column prefix of a wider C-contiguous buffer
+    (``buf[:, :p]``: each row's entries adjacent, as the tiles load them),
+    which a solver that grows its columns in place passes without a copy."""
+    if A.strides[1] != A.itemsize:
+        A = np.ascontiguousarray(A)
+    p = A.shape[1]
     G = np.zeros((p, p))
+    n = rows.shape[0]
     for i0 in range(0, n, GRAM_ROWS):
-        gram_upper_add(A, w, G, 0, i0, min(i0 + GRAM_ROWS, n))
+        gram_upper_add(A, rows, w, G, 0, i0, min(i0 + GRAM_ROWS, n))
     for j in range(p):
         for l in range(j):
             G[j, l] = G[l, j]
@@ -196,48 +224,50 @@ def weighted_gram(A, w):
 
 
 @njit(cache=True)
-def gram_upper_add(A, w, G, o, i0, i1):
-    """Rows i0..i1-1 of A' diag(w) A added to the upper triangle of
+def gram_upper_add(A, rows, w, G, o, i0, i1):
+    """Rows rows[i0..i1-1] of A' diag(w) A added to the upper triangle of
     G[o:, o:], each entry continuing its own chain (i ascending): tiles of
     4 x 8 entries held in ``<4 x double>`` registers (``simd.Vec4``; each
     lane is the scalar chain, so the bits are the row loop's), a 4 x 4 tile
     and single cells at the edges.  A tile on the diagonal also sums a few
     entries below it; the callers overwrite the lower triangle with the
-    upper one.  ``A`` is C-contiguous (the tiles load four adjacent
-    doubles)."""
+    upper one.  Each row of ``A`` has unit stride (the tiles load four
+    adjacent doubles)."""
     T = A.shape[1]
     j = 0
     while j + 4 <= T:
         l = j
         while l + 8 <= T:
-            _gram_tile(A, w, G, i0, i1, j, l, o)
+            _gram_tile(A, rows, w, G, i0, i1, j, l, o)
             l += 8
         if l + 4 <= T:
-            _gram_tile4(A, w, G, i0, i1, j, l, o)
+            _gram_tile4(A, rows, w, G, i0, i1, j, l, o)
             l += 4
         for r in range(j, j + 4):
             for c in range(max(l, r), T):
-                _gram_cell(A, w, G, i0, i1, r, c, o)
+                _gram_cell(A, rows, w, G, i0, i1, r, c, o)
         j += 4
     for r in range(j, T):
         for c in range(r, T):
-            _gram_cell(A, w, G, i0, i1, r, c, o)
+            _gram_cell(A, rows, w, G, i0, i1, r, c, o)
 
 
 @njit(cache=True)
-def _gram_cell(A, w, G, i0, i1, j, l, o):
-    """Rows i0..i1-1 added to G[o + j, o + l] (one chain, i ascending)."""
+def _gram_cell(A, rows, w, G, i0, i1, j, l, o):
+    """Rows rows[i0..i1-1] added to G[o + j, o + l] (one chain, i ascending)."""
     g = G[o + j, o + l]
     for i in range(i0, i1):
-        g += (w[i] * A[i, j]) * A[i, l]
+        r = rows[i]
+        g += (w[r] * A[r, j]) * A[r, l]
     G[o + j, o + l] = g
 
 
 @njit(cache=True)
-def _gram_tile(A, w, G, i0, i1, j, l, o):
-    """Rows i0..i1-1 added to the 4 x 8 block G[o+j:o+j+4, o+l:o+l+8] of
-    A' diag(w) A: eight Vec4 accumulators (two per row of the block), each
-    lane its own chain (i ascending), in registers across the rows."""
+def _gram_tile(A, rows, w, G, i0, i1, j, l, o):
+    """Rows rows[i0..i1-1] added to the 4 x 8 block G[o+j:o+j+4,
+    o+l:o+l+8] of A' diag(w) A: eight Vec4 accumulators (two per row of the
+    block), each lane its own chain (i ascending), in registers across the
+    rows."""
     r, c = o + j, o + l
     g00 = load4(G, r, c)
     g01 = load4(G, r, c + 4)
@@ -248,19 +278,20 @@ def _gram_tile(A, w, G, i0, i1, j, l, o):
     g30 = load4(G, r + 3, c)
     g31 = load4(G, r + 3, c + 4)
     for i in range(i0, i1):
-        wi = w[i]
-        x0 = load4(A, i, l)
-        x1 = load4(A, i, l + 4)
-        a = splat4(wi * A[i, j])
+        k = rows[i]
+        wk = w[k]
+        x0 = load4(A, k, l)
+        x1 = load4(A, k, l + 4)
+        a = splat4(wk * A[k, j])
         g00 = muladd4(g00, a, x0)
         g01 = muladd4(g01, a, x1)
-        a = splat4(wi * A[i, j + 1])
+        a = splat4(wk * A[k, j + 1])
         g10 = muladd4(g10, a, x0)
         g11 = muladd4(g11, a, x1)
-        a = splat4(wi * A[i, j + 2])
+        a = splat4(wk * A[k, j + 2])
         g20 = muladd4(g20, a, x0)
         g21 = muladd4(g21, a, x1)
-        a = splat4(wi * A[i, j + 3])
+        a = splat4(wk * A[k, j + 3])
         g30 = muladd4(g30, a, x0)
         g31 = muladd4(g31, a, x1)
     store4(G, r, c, g00)
@@ -274,7 +305,7 @@ def _gram_tile(A, w, G, i0, i1, j, l, o):
 
 
 @njit(cache=True)
-def _gram_tile4(A, w, G, i0, i1, j, l, o):
+def _gram_tile4(A, rows, w, G, i0, i1, j, l, o):
     """``_gram_tile`` for a 4 x 4 block (the last four columns before the
     edge's single cells)."""
     r, c = o + j, o + l
@@ -283,12 +314,13 @@ def _gram_tile4(A, w, G, i0, i1, j, l, o):
     g2 = load4(G, r + 2, c)
     g3 = load4(G, r + 3, c)
     for i in range(i0, i1):
-        wi = w[i]
-        x = load4(A, i, l)
-        g0 = muladd4(g0, splat4(wi * A[i, j]), x)
-        g1 = muladd4(g1, splat4(wi * A[i, j + 1]), x)
-        g2 = muladd4(g2, splat4(wi * A[i, j + 2]), x)
-        g3 = muladd4(g3, splat4(wi * A[i, j + 3]), x)
+        k = rows[i]
+        wk = w[k]
+        x = load4(A, k, l)
+        g0 = muladd4(g0, splat4(wk * A[k, j]), x)
+        g1 = muladd4(g1, splat4(wk * A[k, j + 1]), x)
+        g2 = muladd4(g2, splat4(wk * A[k, j + 2]), x)
+        g3 = muladd4(g3, splat4(wk * A[k, j + 3]), x)
     store4(G, r, c, g0)
     store4(G, r + 1, c, g1)
     store4(G, r + 2, c, g2)

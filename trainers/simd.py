@@ -99,10 +99,12 @@ class _Vec4Model(models.PrimitiveModel):
 
 
 def _is_c2(arr, i, j):
-    """A 2-D C-contiguous float64 array and two integer indices: only then are
-    arr[i, j:j+4] four adjacent doubles."""
+    """A 2-D float64 array, C-contiguous or of any layout ("A": a column
+    prefix ``buf[:, :p]`` of a C-contiguous buffer), and two integer indices.
+    arr[i, j:j+4] must be four adjacent doubles: for layout "A" the caller
+    checks ``arr.strides[1] == 8`` (``linalg.weighted_gram_rows`` does)."""
     return (isinstance(arr, types.Array) and arr.dtype == types.float64 and arr.ndim == 2
-            and arr.layout == "C" and isinstance(i, types.Integer) and isinstance(j, types.Integer))
+            and arr.layout in ("C", "A") and isinstance(i, types.Integer) and isinstance(j, types.Integer))
 
 
 def _vec_ptr(context, builder, sig, args):

@@ -35,15 +35,16 @@ def default_n_blocks(lambda0, state: CostState) -> int:
         max(lambda0 * max(float(unpaid.max(initial=0.0)), 1e-300) / 0.01, 1.0))) + 1))
 
 
-def gradient_column(sol, Phi_T, y_T, mu_T, Phi_V, y_V, mu_V, C, a, s):
+def gradient_column(sol, Phi_T, y_T, mu_T, Phi_V, y_V, mu_V, C, a, s, biased=False):
     """Column ``s`` of ``linear_svm.afr_gradients``' d_phi_T and d_phi_V (thesis
     Eqs. 2.28-2.33, paper Eqs. 9-14), and its d log C: the same factors
     (``linear_svm.afr_adjoint``) and products, so the same bits (tests/trainers/anytime), without the
     [nT, S] and [nV, S] matrices, of which Algorithm 4 reads one column per
     tree (at 190k T rows and 400 dimensions, three temporaries of 600 MB each).
+    ``biased``: Phi_T and Phi_V end with the bias column (``AFRFit.psi``).
     Returns (d_phi_T[:, s], d_phi_V[:, s], d log C)."""
     w = sol.w
-    _, d, v, residual_T, Psi_T_v, coef = afr_adjoint(sol, Phi_T, y_T, mu_T, Phi_V, y_V, mu_V, a)
+    _, d, v, residual_T, Psi_T_v, coef = afr_adjoint(sol, Phi_T, y_T, mu_T, Phi_V, y_V, mu_V, a, biased)
     # outer(u, x)[:, s] is u * x[s], one product per entry, as np.outer computes it
     col_T = coef * (residual_T * v[s] - Psi_T_v * w[s])
     return col_T, d * w[s], linalg.dot(v[:-1], w) / C
@@ -65,7 +66,14 @@ class AFRFit:
     ``rows`` (T, V, O).  ``start``, then ``block(0 .. n_blocks-1)``, then
     ``finish``; ``run`` does all three.  ``on_new_feature(fit, snap)`` is
     called before a tree that pays a new feature is stored, with the state
-    before it (default: store that state as a checkpoint, paper §4.1)."""
+    before it (default: store that state as a checkpoint, paper §4.1).
+
+    The representation Phi is held as Psi = [Phi, 1] per part of the rows
+    (``Psi["T"]``, ``"V"``, ``"O"``: C-contiguous buffers of the widest Psi,
+    the bias column at index ``nd``), so that the SVM, its gradient and the
+    hold-out read column prefixes ``psi(part)`` in place: at 473k rows and
+    200 dimensions, copying Phi's rows and adding the bias column took half
+    of each tree's time (a fresh 400 MB array per copy)."""
 
     def __init__(self, est, X, idx, rows, rng, *, y01=None, data=None, state=None, n_blocks=None,
                  on_new_feature=None, seq=None, margins_O=False):
@@ -82,7 +90,12 @@ class AFRFit:
         self.n_blocks = n_blocks or est.n_blocks or default_n_blocks(est.lambda0, self.state)
         S = est.dims_per_block
         max_dims = S * (self.n_blocks if est.append_dims else 1)
-        self.Phi = np.zeros((self.N, max_dims))
+        self.parts = {"T": self.T, "V": self.V, "O": self.O}
+        self.Psi = {k: np.zeros((len(r), max_dims + 1)) for k, r in self.parts.items()}
+        for buf in self.Psi.values():
+            buf[:, 0] = 1.0          # no dimension yet: Psi is the bias column
+        self.y_part = {k: self.y[r] for k, r in self.parts.items()}
+        self.mu_part = {k: self.mu[r] for k, r in self.parts.items()}
         self.nd = 0
         self.C = float(est.C0)
         self.trees: list = []
@@ -93,21 +106,48 @@ class AFRFit:
         self.margins_O = margins_O       # keep each snapshot's float64 margins on O (Platt scaling)
 
     # -------------------------------------------------------- pieces
+    def psi(self, part):
+        """[Phi, 1] on the part's rows: a view of its buffer."""
+        return self.Psi[part][:, :self.nd + 1]
+
+    def column(self, s):
+        """Phi[:, s] per part (copies)."""
+        return {k: buf[:, s].copy() for k, buf in self.Psi.items()}
+
+    def set_column(self, s, col, add=False):
+        """Phi[:, s] = col (or += col, the same sum per row as before) on
+        every part; ``col`` is a length-N vector or ``column``'s dict."""
+        for k, buf in self.Psi.items():
+            v = col[k] if isinstance(col, dict) else col[self.parts[k]]
+            if add:
+                buf[:, s] += v
+            else:
+                buf[:, s] = v
+
+    def new_dimension(self):
+        """Append a dimension (all zeros): the bias column moves right."""
+        s = self.nd
+        for buf in self.Psi.values():
+            buf[:, s] = 0.0
+            buf[:, s + 1] = 1.0
+        self.nd += 1
+        return s
+
     def solve(self, theta0=None):
-        T, nd = self.T, self.nd
+        nd = self.nd
         if theta0 is not None and theta0.shape[0] < nd + 1:   # new dims start at weight 0
             theta0 = np.concatenate([theta0[:-1], np.zeros(nd + 1 - theta0.shape[0]), theta0[-1:]])
-        return l2svm_newton(self.Phi[T, :nd], self.y[T], self.mu[T], 1.0 / self.C, theta0)
+        return l2svm_newton(self.psi("T"), self.y_part["T"], self.mu_part["T"], 1.0 / self.C, theta0, biased=True)
 
     def margin_O(self, sol):
-        return linalg.matvec(self.Phi[self.O, :self.nd], sol.w) + sol.b
+        return linalg.matvec(self.Psi["O"][:, :self.nd], sol.w) + sol.b
 
     def stat_O(self, sol):
         """Higher is better: -loss_O (smooth) or accuracy on O."""
-        m = self.y[self.O] * self.margin_O(sol)
+        m = self.y_part["O"] * self.margin_O(sol)
         if self.est.early_stop == "accuracy":
             return float(np.mean(m > 0))
-        return -sigmoid_loss(m, self.mu[self.O], self.est.sigmoid_a)[0]
+        return -sigmoid_loss(m, self.mu_part["O"], self.est.sigmoid_a)[0]
 
     def snapshot(self, sol, lam):
         snap = dict(n_trees=len(self.trees), w=sol.w.copy(), b=sol.b, C=self.C, lam=lam)
@@ -174,11 +214,10 @@ class AFRFit:
             unpaid = np.where(self.state.paid_f, np.inf, self.state.penalty())
             active = self.state.paid_f | (unpaid == unpaid.min())
             res = self.fit_tree(g, 0.0, active)
-        s = self.nd
-        self.nd += 1
+        s = self.new_dimension()
         if res is None:
             return sol, snap
-        self.Phi[:, s] = res[1]
+        self.set_column(s, res[1])
         H += res[1]
         sol = self.solve(sol.theta)
         return sol, self.accept(s, res, lam, sol, snap)
@@ -205,6 +244,7 @@ class AFRFit:
         multiclass fit can take their steps in turn."""
         est = self.est
         T, V = self.T, self.V
+        yp, mup = self.y_part, self.mu_part
         sol, snap, lam = self.sol, self.snap, self.lam
         a = est.sigmoid_a
         lo, hi = math.log(C_RANGE[0]), math.log(C_RANGE[1])
@@ -221,8 +261,8 @@ class AFRFit:
             sol = self.solve(sol.theta)
             base = self.stat_O(sol)
             for _ in range(est.trees_per_dim):
-                g_T, g_V, d_log_C = gradient_column(sol, self.Phi[T, :self.nd], self.y[T], self.mu[T],
-                                                    self.Phi[V, :self.nd], self.y[V], self.mu[V], self.C, a, s)
+                g_T, g_V, d_log_C = gradient_column(sol, self.psi("T"), yp["T"], mup["T"],
+                                                    self.psi("V"), yp["V"], mup["V"], self.C, a, s, biased=True)
                 step = float(np.clip(d_log_C / self.muV_sum, -1.0, 1.0))
                 self.C = math.exp(min(hi, max(lo, math.log(self.C) - est.c_step * step)))
                 g = np.zeros(self.N)
@@ -231,12 +271,12 @@ class AFRFit:
                 res = self.fit_tree(g, lam, np.ones(self.F, np.bool_))
                 if res is None:
                     break
-                old = self.Phi[:, s].copy()
-                self.Phi[:, s] += res[1]
+                old = self.column(s)
+                self.set_column(s, res[1], add=True)
                 new_sol = self.solve(sol.theta)
                 stat = self.stat_O(new_sol)
                 if stat < base:             # O got worse: undo, next dimension
-                    self.Phi[:, s] = old
+                    self.set_column(s, old)
                     sol = self.solve(sol.theta)
                     break
                 sol, base = new_sol, stat

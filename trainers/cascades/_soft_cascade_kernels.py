@@ -111,12 +111,13 @@ def bias_design(H, w, y):
     Every entry is the same chain as ``linalg.weighted_gram``'s and
     ``linalg.rmatvec``'s: G_jl = sum_i (w_i X1_ij) X1_il with i ascending
     (w_i * 1.0 = w_i exactly, so the bias row adds w_i and w_i H_il); the
-    H block is ``linalg.gram_upper_add``'s row blocks and 4 x 4 tiles, at
+    H block is ``linalg.gram_upper_add``'s row blocks and tiles, at
     offset 1.  The triangle is mirrored, so G is exactly symmetric."""
     n, T = H.shape
     p = T + 1
     G = np.zeros((p, p))
     rhs = np.zeros(p)
+    rows = np.arange(n)
     for i0 in range(0, n, linalg.GRAM_ROWS):
         i1 = min(i0 + linalg.GRAM_ROWS, n)
         for i in range(i0, i1):             # the bias row and the right-hand side
@@ -127,7 +128,7 @@ def bias_design(H, w, y):
             for l in range(T):
                 G[0, l + 1] += wi * H[i, l]
                 rhs[l + 1] += H[i, l] * v
-        linalg.gram_upper_add(H, w, G, 1, i0, i1)
+        linalg.gram_upper_add(H, rows, w, G, 1, i0, i1)
     for j in range(p):
         for l in range(j):
             G[j, l] = G[l, j]

@@ -52,6 +52,7 @@ class SVMSolution:
     active: np.ndarray
     chol: np.ndarray
     n_iter: int
+    margins: np.ndarray | None = None     # Psi theta on the solver's rows (linalg.matvec's bits)
 
     @property
     def w(self):
@@ -82,11 +83,12 @@ def _objective(theta, Rb, Psi, y, mu):
     return 0.5 * linalg.dot(theta, linalg.matvec(Rb, theta)) + 0.5 * np.sum(mu * m * m)
 
 
-def _line_search(theta, d, Rb, Psi, y, mu):
+def _line_search(theta, d, Rb, Psi, y, mu, f):
     """argmin_t of the objective along theta + t d, t in (0, 1]: its
     derivative is piecewise linear and increasing; safeguarded Newton steps
-    on it (exact within a linear piece) inside a shrinking bracket."""
-    f, df = linalg.matvec(Psi, theta), linalg.matvec(Psi, d)
+    on it (exact within a linear piece) inside a shrinking bracket.  ``f``
+    is Psi theta (the caller has it from the active set)."""
+    df = linalg.matvec(Psi, d)
     yf, ydf = y * f, y * df
     Rd = linalg.matvec(Rb, d)
     a0, a1 = linalg.dot(theta, Rd), linalg.dot(d, Rd)      # regulariser: a0 + t a1
@@ -113,7 +115,7 @@ def _line_search(theta, d, Rb, Psi, y, mu):
     return t
 
 
-def l2svm_newton(Phi, y, mu=None, reg=1.0, theta0=None, max_iter=100) -> SVMSolution:
+def l2svm_newton(Phi, y, mu=None, reg=1.0, theta0=None, max_iter=100, *, biased=False) -> SVMSolution:
     """Solve the L2-SVM above by primal Newton.
 
     Parameters
@@ -131,39 +133,50 @@ def l2svm_newton(Phi, y, mu=None, reg=1.0, theta0=None, max_iter=100) -> SVMSolu
         Warm start [w; b].
     max_iter : int
         Newton steps at most (default 100; it usually stops in < 10).
+    biased : bool, default False
+        ``Phi`` already ends with the bias column of ones (it is Psi), and
+        is used as it is, without a copy: AFR passes a column prefix
+        ``buf[:, :S + 1]`` of a buffer whose columns it updates in place.
 
     Returns
     -------
     SVMSolution
     """
     Phi = np.asarray(Phi, np.float64)
-    n, S = Phi.shape
+    Psi = Phi if biased else _with_bias(Phi)
+    n, S = Psi.shape[0], Psi.shape[1] - 1
     y = np.asarray(y, np.float64)
     mu = np.ones(n) if mu is None else np.asarray(mu, np.float64)
-    Psi = _with_bias(Phi)
+    mu_y = mu * y
     Rb = _reg_matrix(reg, S)
     theta = np.zeros(S + 1) if theta0 is None else np.asarray(theta0, np.float64).copy()
     if theta0 is None and mu.sum() > 0:       # start at the best bias alone
         theta[-1] = np.sum(mu * y) / np.sum(mu)
-    active = y * linalg.matvec(Psi, theta) < 1.0
+    f = linalg.matvec(Psi, theta)
+    active = y * f < 1.0
     it = 0
     for it in range(1, max_iter + 1):
-        chol = _factor(Rb, Psi, mu, active)
-        z = linalg.rmatvec(Psi[active], mu[active] * y[active])
-        target = linalg.cho_solve(chol, z)
-        if np.array_equal(y * linalg.matvec(Psi, target) < 1.0, active):
+        rows = np.flatnonzero(active)
+        chol = _factor(Rb, Psi, mu, rows)
+        target = linalg.cho_solve(chol, linalg.rmatvec_rows(Psi, rows, mu_y))
+        f_target = linalg.matvec(Psi, target)
+        if np.array_equal(y * f_target < 1.0, active):
             # the Newton point keeps the active set: the objective's gradient
             # equals this quadratic's there, which is zero: the optimum
-            return SVMSolution(theta=target, active=active, chol=chol, n_iter=it)
+            return SVMSolution(theta=target, active=active, chol=chol, n_iter=it, margins=f_target)
         d = target - theta
-        theta = theta + _line_search(theta, d, Rb, Psi, y, mu) * d
-        active = y * linalg.matvec(Psi, theta) < 1.0
-    chol = _factor(Rb, Psi, mu, active)
-    return SVMSolution(theta=theta, active=active, chol=chol, n_iter=it)
+        theta = theta + _line_search(theta, d, Rb, Psi, y, mu, f) * d
+        f = linalg.matvec(Psi, theta)
+        active = y * f < 1.0
+    chol = _factor(Rb, Psi, mu, np.flatnonzero(active))
+    return SVMSolution(theta=theta, active=active, chol=chol, n_iter=it, margins=f)
 
 
-def _factor(Rb, Psi, mu, active):
-    M = Rb + linalg.weighted_gram(Psi[active], mu[active])
+def _factor(Rb, Psi, mu, rows):
+    """Cholesky factor of M = diag(R, 0) + sum over the active ``rows`` of
+    mu_i psi_i psi_i' (their Gram read in place: ``linalg.weighted_gram_rows``,
+    the bits of ``weighted_gram(Psi[rows], mu[rows])``)."""
+    M = Rb + linalg.weighted_gram_rows(Psi, rows, mu)
     # jitter: M is singular only when no row is active and R has a zero
     # block (the bias); 1e-12 of the diagonal's scale is far below any
     # entry the data put there
@@ -230,20 +243,24 @@ def afr_gradients(sol: SVMSolution, Phi_T, y_T, mu_T, Phi_V, y_V, mu_V, C, a=5.0
     return AFRGradients(d_phi_T=d_phi_T, d_phi_V=d_phi_V, d_log_C=linalg.dot(v[:-1], w) / C, loss=loss)
 
 
-def afr_adjoint(sol: SVMSolution, Phi_T, y_T, mu_T, Phi_V, y_V, mu_V, a):
+def afr_adjoint(sol: SVMSolution, Phi_T, y_T, mu_T, Phi_V, y_V, mu_V, a, biased=False):
     """The per-row factors every AFR gradient is made of (``afr_gradients``'
     adjoint form): loss_V, d_j on V rows, v = M^{-1} g, the residuals
     y_i - f_i and v'psi_i on T rows, and mu_i on T rows in A (0 elsewhere).
     ``afr_gradients`` takes outer products of them; AFR's fit reads one
-    column at a time (``anytime.afr_fit.gradient_column``)."""
+    column at a time (``anytime.afr_fit.gradient_column``).  ``biased``:
+    Phi_T and Phi_V already end with the bias column (``l2svm_newton``'s
+    ``biased``), used without a copy."""
     theta = sol.theta
-    Psi_V = _with_bias(np.asarray(Phi_V, np.float64))
-    Psi_T = _with_bias(np.asarray(Phi_T, np.float64))
+    Psi_V = np.asarray(Phi_V, np.float64) if biased else _with_bias(np.asarray(Phi_V, np.float64))
+    Psi_T = np.asarray(Phi_T, np.float64) if biased else _with_bias(np.asarray(Phi_T, np.float64))
     yV = np.asarray(y_V, np.float64)
     loss, s = sigmoid_loss(yV * linalg.matvec(Psi_V, theta), mu_V, a)
     d = -a * mu_V * yV * s * (1.0 - s)
     v = linalg.cho_solve(sol.chol, linalg.rmatvec(Psi_V, d))
-    residual_T = np.asarray(y_T, np.float64) - linalg.matvec(Psi_T, theta)
+    # the solver's own Psi_T theta where it kept it (the same matvec, the same bits)
+    f_T = sol.margins if sol.margins is not None else linalg.matvec(Psi_T, theta)
+    residual_T = np.asarray(y_T, np.float64) - f_T
     return loss, d, v, residual_T, linalg.matvec(Psi_T, v), np.where(sol.active, mu_T, 0.0)
 
 
