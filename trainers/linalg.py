@@ -97,16 +97,18 @@ def rmatvec(A, x):
 
 @njit(cache=True)
 def rmatvec_rows(A, rows, x):
-    """``rmatvec(A[rows], x[rows])`` without the copies: out_j = sum_k
-    A_rj x_r over r = rows[k], k ascending (each sum the same chain, so the
-    same bits; ``rmatvec``'s two layouts differ in loop order only)."""
+    """``rmatvec(A[rows], x)`` without the copy A[rows] (``x`` has one entry
+    per listed row): out_j = sum_k A_rj x_k over r = rows[k], k ascending,
+    in float64 (a float32 ``A`` is widened entry by entry, exactly).  Each
+    sum is ``rmatvec``'s chain, so the same bits (its two layouts differ in
+    loop order only)."""
     m = A.shape[1]
     out = np.zeros(m)
     for k in range(rows.shape[0]):
         r = rows[k]
-        xr = x[r]
+        xk = x[k]
         for j in range(m):
-            out[j] += A[r, j] * xr
+            out[j] += np.float64(A[r, j]) * xk
     return out
 
 
@@ -205,9 +207,9 @@ def weighted_gram(A, w):
 
 @njit(cache=True)
 def weighted_gram_rows(A, rows, w):
-    """``weighted_gram(A[rows], w[rows])`` without the copy A[rows]: G_jl =
-    sum_k (w_r A_rj) A_rl over r = rows[k], k ascending, the same chains and
-    bits.  ``A`` may be a column prefix of a wider C-contiguous buffer
+    """``weighted_gram(A[rows], w)`` without the copy A[rows] (``w`` has one
+    entry per listed row): G_jl = sum_k (w_k A_rj) A_rl over r = rows[k], k
+    ascending, the same chains and bits.  ``A`` may be a column prefix of a wider C-contiguous buffer
     (``buf[:, :p]``: each row's entries adjacent, as the tiles load them),
     which a solver that grows its columns in place passes without a copy."""
     if A.strides[1] != A.itemsize:
@@ -225,8 +227,8 @@ def weighted_gram_rows(A, rows, w):
 
 @njit(cache=True)
 def gram_upper_add(A, rows, w, G, o, i0, i1):
-    """Rows rows[i0..i1-1] of A' diag(w) A added to the upper triangle of
-    G[o:, o:], each entry continuing its own chain (i ascending): tiles of
+    """Rows rows[i0..i1-1] of A' diag(w) A (their weights w[i0..i1-1]) added
+    to the upper triangle of G[o:, o:], each entry continuing its own chain (i ascending): tiles of
     4 x 8 entries held in ``<4 x double>`` registers (``simd.Vec4``; each
     lane is the scalar chain, so the bits are the row loop's), a 4 x 4 tile
     and single cells at the edges.  A tile on the diagonal also sums a few
@@ -258,7 +260,7 @@ def _gram_cell(A, rows, w, G, i0, i1, j, l, o):
     g = G[o + j, o + l]
     for i in range(i0, i1):
         r = rows[i]
-        g += (w[r] * A[r, j]) * A[r, l]
+        g += (w[i] * A[r, j]) * A[r, l]
     G[o + j, o + l] = g
 
 
@@ -279,7 +281,7 @@ def _gram_tile(A, rows, w, G, i0, i1, j, l, o):
     g31 = load4(G, r + 3, c + 4)
     for i in range(i0, i1):
         k = rows[i]
-        wk = w[k]
+        wk = w[i]
         x0 = load4(A, k, l)
         x1 = load4(A, k, l + 4)
         a = splat4(wk * A[k, j])
@@ -315,7 +317,7 @@ def _gram_tile4(A, rows, w, G, i0, i1, j, l, o):
     g3 = load4(G, r + 3, c)
     for i in range(i0, i1):
         k = rows[i]
-        wk = w[k]
+        wk = w[i]
         x = load4(A, k, l)
         g0 = muladd4(g0, splat4(wk * A[k, j]), x)
         g1 = muladd4(g1, splat4(wk * A[k, j + 1]), x)

@@ -71,6 +71,15 @@ def test_gram_tiles_keep_every_chain():
     # a non-contiguous view gives the bits of its copy
     A = rng.normal(size=(n, 30))
     assert np.array_equal(linalg.weighted_gram(A[:, ::2], w), linalg.weighted_gram(A[:, ::2].copy(), w))
+    # a row list read in place from a column prefix of a wider buffer (AFR's Psi): the bits of the copies
+    buf = rng.normal(size=(n, 40)) * 10.0 ** rng.integers(-6, 6, size=(n, 40))
+    rows = np.sort(rng.choice(n, n // 2, replace=False))
+    for p in (5, 13, 29):
+        view = buf[:, :p]
+        assert np.array_equal(linalg.weighted_gram_rows(view, rows, w[rows]),
+                              linalg.weighted_gram(buf[rows, :p], w[rows]))
+        x = rng.normal(size=rows.size)
+        assert np.array_equal(linalg.rmatvec_rows(view, rows, x), linalg.rmatvec(buf[rows, :p], x))
 
 
 def test_every_blocked_layout_keeps_the_stated_order():

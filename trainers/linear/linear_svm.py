@@ -158,7 +158,7 @@ def l2svm_newton(Phi, y, mu=None, reg=1.0, theta0=None, max_iter=100, *, biased=
     for it in range(1, max_iter + 1):
         rows = np.flatnonzero(active)
         chol = _factor(Rb, Psi, mu, rows)
-        target = linalg.cho_solve(chol, linalg.rmatvec_rows(Psi, rows, mu_y))
+        target = linalg.cho_solve(chol, linalg.rmatvec_rows(Psi, rows, mu_y[rows]))
         f_target = linalg.matvec(Psi, target)
         if np.array_equal(y * f_target < 1.0, active):
             # the Newton point keeps the active set: the objective's gradient
@@ -176,7 +176,7 @@ def _factor(Rb, Psi, mu, rows):
     """Cholesky factor of M = diag(R, 0) + sum over the active ``rows`` of
     mu_i psi_i psi_i' (their Gram read in place: ``linalg.weighted_gram_rows``,
     the bits of ``weighted_gram(Psi[rows], mu[rows])``)."""
-    M = Rb + linalg.weighted_gram_rows(Psi, rows, mu)
+    M = Rb + linalg.weighted_gram_rows(Psi, rows, mu[rows])
     # jitter: M is singular only when no row is active and R has a zero
     # block (the bias); 1e-12 of the diagonal's scale is far below any
     # entry the data put there

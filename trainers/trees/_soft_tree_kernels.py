@@ -43,21 +43,6 @@ def f32_margins(X, rows, cols, w32, b32):
 
 
 @njit(cache=True)
-def weighted_column_sums(Z, rows, w):
-    """sum_i w_i Z[rows[i], a] per column a, i ascending from 0.0, in
-    float64: the bits of ``linalg.rmatvec(Z[rows].astype(float64), w)``
-    without that [R, P] copy (ASTC's node means)."""
-    P = Z.shape[1]
-    out = np.zeros(P)
-    for ii in range(rows.shape[0]):
-        r = rows[ii]
-        wi = w[ii]
-        for a in range(P):
-            out[a] += np.float64(Z[r, a]) * wi
-    return out
-
-
-@njit(cache=True)
 def centred_rows(Z, rows, xm, rw, out):
     """out[i, a] = (Z[rows[i], a] - xm[a]) * rw[i] in float64 (numpy's
     ``(Z[rows].astype(float64) - xm) * rw[:, None]``, element by element,

@@ -32,7 +32,7 @@ from scipy.special import expit
 from .. import linalg
 from ..base import CostSensitiveClassifier, CostSensitiveRegressor
 from ..common import progress_bar, single_thread
-from ._soft_tree_kernels import centred_rows, greedy_select, weighted_column_sums
+from ._soft_tree_kernels import centred_rows, greedy_select
 from .cstc import _SquaredBinary, _SquaredRegression, _TreeIR
 from .tree_ir import HardTree, Scorer, place_threshold, tie_aware_split
 
@@ -249,7 +249,7 @@ class _ASTCMixin(_TreeIR):
         sel = np.asarray(sel, np.int64)
         # fixed-order sums and QR (trainers/linalg.py), not BLAS/LAPACK: the
         # node's scorer must not depend on the CPU kernel or thread count
-        xm = weighted_column_sums(Z32, sel, w) / sw
+        xm = linalg.rmatvec_rows(Z32, sel, w) / sw
         ym = linalg.dot(w, np.asarray(tk, np.float64)) / sw
         rw = np.sqrt(w)
         Xc = centred_rows(Z32, sel, xm, rw, xbuf)

@@ -43,13 +43,13 @@ def test_zero_weights_left_out_of_cols_matvec_change_no_bit():
 def test_astc_node_rows_are_the_numpy_expressions_bits():
     # ASTC's node means and centred rows come from the float32 basis by row index, without the float64
     # copy; they must be the bits of the expressions they replace (astc._fit_node before)
-    from skinflint.trainers.trees._soft_tree_kernels import centred_rows, weighted_column_sums
+    from skinflint.trainers.trees._soft_tree_kernels import centred_rows
     rng = np.random.default_rng(2)
     Z32 = (rng.normal(size=(777, 13)) * rng.uniform(0.01, 1e4, 13)).astype(np.float32)
     sel = np.sort(rng.choice(777, 301, replace=False)).astype(np.int64)
     w = rng.uniform(0, 3, sel.size)
     Zk = np.asarray(Z32[sel], np.float64)
-    xm = weighted_column_sums(Z32, sel, w) / w.sum()
+    xm = linalg.rmatvec_rows(Z32, sel, w) / w.sum()
     assert np.array_equal(xm, linalg.rmatvec(Zk, w) / w.sum())
     rw = np.sqrt(w)
     buf = np.full((777, 13), np.nan)
