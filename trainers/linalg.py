@@ -194,15 +194,15 @@ def tmatmul(A, B):
 GRAM_ROWS = 64      # rows per block of gram_upper_add: a block of A (64 x p float64) stays in L2 across its tiles
 
 
-@njit(cache=True)
 def weighted_gram(A, w):
     """A.T diag(w) A: G_jl = sum_i (w_i A_ij) A_il, i ascending; the upper
     triangle is summed and mirrored, so G is exactly symmetric.  Rows in
     blocks of ``GRAM_ROWS`` (``gram_upper_add``): the same chains as the
     plain row loop, which streamed the whole p x p Gram through the cache
-    for every row."""
-    A = np.ascontiguousarray(A)
-    return weighted_gram_rows(A, np.arange(A.shape[0]), w)
+    for every row.  Any layout and real dtype (widened to float64 exactly,
+    as the products were)."""
+    A = np.ascontiguousarray(A, dtype=np.float64)
+    return weighted_gram_rows(A, np.arange(A.shape[0]), np.asarray(w, np.float64))
 
 
 @njit(cache=True)
@@ -233,8 +233,9 @@ def gram_upper_add(A, rows, w, G, o, i0, i1):
     lane is the scalar chain, so the bits are the row loop's), a 4 x 4 tile
     and single cells at the edges.  A tile on the diagonal also sums a few
     entries below it; the callers overwrite the lower triangle with the
-    upper one.  Each row of ``A`` has unit stride (the tiles load four
-    adjacent doubles)."""
+    upper one.  ``A`` is float64 and each of its rows has unit stride (the
+    tiles load four adjacent doubles): the caller checks it
+    (``weighted_gram_rows``, ``bias_design``), once, not per block."""
     T = A.shape[1]
     j = 0
     while j + 4 <= T:

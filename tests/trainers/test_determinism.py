@@ -68,9 +68,11 @@ def test_gram_tiles_keep_every_chain():
         assert np.array_equal(G, G.T), p
         bad = [(j, l) for j in range(p) for l in range(j, p) if G[j, l] != _serial_dot(w * A[:, j], A[:, l])]
         assert not bad, (p, bad[:5])
-    # a non-contiguous view gives the bits of its copy
+    # a non-contiguous view gives the bits of its copy, a float32 matrix those of its exact float64 widening
     A = rng.normal(size=(n, 30))
     assert np.array_equal(linalg.weighted_gram(A[:, ::2], w), linalg.weighted_gram(A[:, ::2].copy(), w))
+    A32 = A.astype(np.float32)
+    assert np.array_equal(linalg.weighted_gram(A32, w), linalg.weighted_gram(A32.astype(np.float64), w))
     # a row list read in place from a column prefix of a wider buffer (AFR's Psi): the bits of the copies
     buf = rng.normal(size=(n, 40)) * 10.0 ** rng.integers(-6, 6, size=(n, 40))
     rows = np.sort(rng.choice(n, n // 2, replace=False))

@@ -113,6 +113,7 @@ def bias_design(H, w, y):
     (w_i * 1.0 = w_i exactly, so the bias row adds w_i and w_i H_il); the
     H block is ``linalg.gram_upper_add``'s row blocks and tiles, at
     offset 1.  The triangle is mirrored, so G is exactly symmetric."""
+    H = np.ascontiguousarray(H)    # gram_upper_add's vector loads read four adjacent doubles of a row
     n, T = H.shape
     p = T + 1
     G = np.zeros((p, p))

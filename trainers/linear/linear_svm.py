@@ -258,8 +258,9 @@ def afr_adjoint(sol: SVMSolution, Phi_T, y_T, mu_T, Phi_V, y_V, mu_V, a, biased=
     loss, s = sigmoid_loss(yV * linalg.matvec(Psi_V, theta), mu_V, a)
     d = -a * mu_V * yV * s * (1.0 - s)
     v = linalg.cho_solve(sol.chol, linalg.rmatvec(Psi_V, d))
-    # the solver's own Psi_T theta where it kept it (the same matvec, the same bits)
-    f_T = sol.margins if sol.margins is not None else linalg.matvec(Psi_T, theta)
+    # AFR's path (``biased``: ``sol`` was just solved on this very Psi_T) takes the solver's own Psi_T theta
+    # (the same matvec, the same bits); any other caller gets it computed
+    f_T = sol.margins if biased and sol.margins is not None else linalg.matvec(Psi_T, theta)
     residual_T = np.asarray(y_T, np.float64) - f_T
     return loss, d, v, residual_T, linalg.matvec(Psi_T, v), np.where(sol.active, mu_T, 0.0)
 

@@ -42,3 +42,17 @@ def test_design_is_exactly_symmetric():
     G, _ = Problem(H, np.sign(H[:, 0]), rng.random(500), np.ones(13), np.ones((1, 13)), np.ones(1)).design(
         rng.random(500))
     assert np.array_equal(G, G.T)
+
+
+def test_bias_design_reads_any_layout_as_its_copy():
+    # the kernel's vector loads read four adjacent doubles of a row: a strided or reversed view of H must give
+    # the bits of its C-contiguous copy, not read the wrong entries (or past the buffer's end)
+    from skinflint.trainers.cascades._soft_cascade_kernels import bias_design
+    rng = np.random.default_rng(8)
+    big = rng.normal(size=(70, 24))
+    y = np.where(rng.random(70) < 0.4, 1.0, -1.0)
+    w = rng.random(70)
+    for H in (big[:, ::2], big[:, ::-1], np.asfortranarray(big[:, :13])):
+        G, r = bias_design(H, w, y)
+        G0, r0 = bias_design(np.ascontiguousarray(H), w, y)
+        assert np.array_equal(_bits(G), _bits(G0)) and np.array_equal(_bits(r), _bits(r0))
