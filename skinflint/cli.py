@@ -7,6 +7,7 @@ import os
 import signal
 import sys
 import threading
+import time
 
 import numpy as np
 
@@ -494,6 +495,8 @@ def main(argv=None):
 
 _LLVMLITE_FRAME = os.sep + "llvmlite" + os.sep
 _REDELIVER_S = 0.02
+_RESEND_S = 0.1     # a re-sent interrupt the handler has not taken within this is sent again
+_RESENDS = 50       # ... at most this many times (5 s: then the pending one is taken when the call ends)
 
 
 def _on_interrupt(signum, frame):
@@ -504,31 +507,52 @@ def _on_interrupt(signum, frame):
     built, raise again at exit.  An interrupt that lands there is sent again a
     moment later; llvmlite's calls are short, so it ends the run as soon as
     they return."""
+    _TAKEN.set()
     f = frame
     while f is not None:
         if _LLVMLITE_FRAME in f.f_code.co_filename:
             if not _REDELIVERY:   # a second Ctrl-C before the re-sent one is the same request
+                _STOPPED.clear()
                 timer = threading.Timer(_REDELIVER_S, _send_interrupt_again)
                 timer.daemon = True
                 _REDELIVERY.append(timer)
                 timer.start()
             return
         f = f.f_back
+    if time.monotonic() - _RAISED_AT[0] < _RESEND_S:
+        return       # a re-sent copy that crossed the interrupt just raised: the same request
+    _STOPPED.set()   # no re-sent interrupt after this one
+    _RAISED_AT[0] = time.monotonic()
     raise KeyboardInterrupt
 
 
 _REDELIVERY: list[threading.Timer] = []   # the pending re-sent interrupt, if any
+_TAKEN = threading.Event()     # the handler ran since the last re-send
+_STOPPED = threading.Event()   # the command ended, or the interrupt was raised: send nothing more
+_RAISED_AT = [-float("inf")]   # when the handler last raised KeyboardInterrupt (time.monotonic)
 
 
 def _send_interrupt_again():
+    """Send SIGINT to the main thread until its handler has taken one.  A
+    signal that arrives after the main thread's last check for signals but
+    before it enters a blocking call (a sleep, a read) is handled only when
+    that call ends: CPython's sleep checks for signals when it is
+    interrupted, not before it starts, and the signal has already come.  The
+    next one interrupts the call."""
     _REDELIVERY.clear()   # first: the handler this sends may have to schedule the next one
-    # to the main thread itself: a process-wide kill may be taken by this timer thread, and then the
-    # main thread's blocking call (a sleep, a read) is not interrupted and the handler waits for it
-    # to end (a CI run waited out a 10 s sleep)
-    if hasattr(signal, "pthread_kill"):
-        signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
-    else:
-        os.kill(os.getpid(), signal.SIGINT)
+    _TAKEN.clear()
+    for _ in range(_RESENDS):
+        if _STOPPED.is_set() or _TAKEN.is_set():
+            return
+        # to the main thread itself: a process-wide kill may be taken by this timer thread, and then the
+        # main thread's blocking call (a sleep, a read) is not interrupted and the handler waits for it
+        # to end (a CI run waited out a 10 s sleep)
+        if hasattr(signal, "pthread_kill"):
+            signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+        else:
+            os.kill(os.getpid(), signal.SIGINT)
+        if _TAKEN.wait(_RESEND_S):
+            return
 
 
 @contextlib.contextmanager
@@ -536,6 +560,8 @@ def _interrupts_outside_llvmlite():
     """Install ``_on_interrupt`` for the command, where Ctrl-C would raise
     KeyboardInterrupt anyway (not where SIGINT is ignored, or off the main
     thread), and put the previous handler back afterwards."""
+    _STOPPED.clear()
+    _RAISED_AT[0] = -float("inf")
     try:
         installed = signal.getsignal(signal.SIGINT) is signal.default_int_handler
         if installed:
@@ -545,7 +571,8 @@ def _interrupts_outside_llvmlite():
     try:
         yield
     finally:
-        for timer in list(_REDELIVERY):   # the command ended first: nothing may arrive after it
+        _STOPPED.set()   # the command ended first: nothing may arrive after it
+        for timer in list(_REDELIVERY):
             timer.cancel()
         _REDELIVERY.clear()
         if installed:
