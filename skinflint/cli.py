@@ -507,6 +507,8 @@ def _on_interrupt(signum, frame):
     built, raise again at exit.  An interrupt that lands there is sent again a
     moment later; llvmlite's calls are short, so it ends the run as soon as
     they return."""
+    if _ENDING[0]:
+        return       # the command is ending: a re-sent copy still on its way is not a new request
     _TAKEN.set()
     f = frame
     while f is not None:
@@ -529,7 +531,9 @@ def _on_interrupt(signum, frame):
 _REDELIVERY: list[threading.Timer] = []   # the pending re-sent interrupt, if any
 _TAKEN = threading.Event()     # the handler ran since the last re-send
 _STOPPED = threading.Event()   # the command ended, or the interrupt was raised: send nothing more
+_SEND_LOCK = threading.Lock()  # a re-send's check of _STOPPED and its kill, as one step
 _RAISED_AT = [-float("inf")]   # when the handler last raised KeyboardInterrupt (time.monotonic)
+_ENDING = [False]              # the command's context is closing: the handler ignores what still arrives
 
 
 def _send_interrupt_again():
@@ -542,41 +546,53 @@ def _send_interrupt_again():
     _REDELIVERY.clear()   # first: the handler this sends may have to schedule the next one
     _TAKEN.clear()
     for _ in range(_RESENDS):
-        if _STOPPED.is_set() or _TAKEN.is_set():
-            return
-        # to the main thread itself: a process-wide kill may be taken by this timer thread, and then the
-        # main thread's blocking call (a sleep, a read) is not interrupted and the handler waits for it
-        # to end (a CI run waited out a 10 s sleep)
-        if hasattr(signal, "pthread_kill"):
-            signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
-        else:
-            os.kill(os.getpid(), signal.SIGINT)
+        with _SEND_LOCK:   # once the command's context has set _STOPPED under this lock, nothing is sent
+            if _STOPPED.is_set() or _TAKEN.is_set():
+                return
+            _interrupt_main_thread()
         if _TAKEN.wait(_RESEND_S):
             return
+
+
+def _interrupt_main_thread():
+    # to the main thread itself: a process-wide kill may be taken by this timer thread, and then the
+    # main thread's blocking call (a sleep, a read) is not interrupted and the handler waits for it
+    # to end (a CI run waited out a 10 s sleep).  Without pthread_kill (Windows), raise_signal trips
+    # CPython's own flag: os.kill there would terminate the process
+    if hasattr(signal, "pthread_kill"):
+        signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+    else:
+        signal.raise_signal(signal.SIGINT)
 
 
 @contextlib.contextmanager
 def _interrupts_outside_llvmlite():
     """Install ``_on_interrupt`` for the command, where Ctrl-C would raise
     KeyboardInterrupt anyway (not where SIGINT is ignored, or off the main
-    thread), and put the previous handler back afterwards."""
-    _STOPPED.clear()
-    _RAISED_AT[0] = -float("inf")
+    thread), and put the previous handler back afterwards.  The re-send
+    state is the main thread's: a command on another thread leaves it alone."""
     try:
         installed = signal.getsignal(signal.SIGINT) is signal.default_int_handler
         if installed:
+            _ENDING[0] = False
+            _STOPPED.clear()
+            _RAISED_AT[0] = -float("inf")
             signal.signal(signal.SIGINT, _on_interrupt)
     except ValueError:   # not the main thread: signals are not ours to handle
         installed = False
     try:
         yield
     finally:
-        _STOPPED.set()   # the command ended first: nothing may arrive after it
-        for timer in list(_REDELIVERY):
-            timer.cancel()
-        _REDELIVERY.clear()
         if installed:
-            signal.signal(signal.SIGINT, signal.default_int_handler)
+            _ENDING[0] = True   # first, before any call: a copy handled from here on is ignored
+            try:
+                with _SEND_LOCK:   # a re-send in flight completes first; none after this
+                    _STOPPED.set()
+                for timer in list(_REDELIVERY):
+                    timer.cancel()
+                _REDELIVERY.clear()
+            finally:
+                signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def _main(argv):
