@@ -322,12 +322,8 @@ def _inside_llvmlite():
     return namespace["inside"]
 
 
-def test_a_resent_interrupt_that_is_not_taken_is_sent_again(monkeypatch):
-    # A re-sent SIGINT that arrives after the main thread's last check for signals but before it enters a
-    # blocking call is handled only when that call ends (a CI run under load waited out the 10 s sleep of
-    # the test below).  The timer sends again until the handler has taken one: here the first re-send is
-    # lost on purpose, and the interrupt must still end the sleep.
-    from skinflint import cli
+def _lose_the_first_kill(monkeypatch):
+    """signal.pthread_kill that drops its first call (a re-sent SIGINT lost), then sends."""
     real_kill = signal.pthread_kill
     sent = []
 
@@ -336,6 +332,15 @@ def test_a_resent_interrupt_that_is_not_taken_is_sent_again(monkeypatch):
         if len(sent) > 1:
             real_kill(tid, sig)
     monkeypatch.setattr(signal, "pthread_kill", lose_the_first)
+
+
+def test_a_resent_interrupt_that_is_not_taken_is_sent_again(monkeypatch):
+    # A re-sent SIGINT that arrives after the main thread's last check for signals but before it enters a
+    # blocking call is handled only when that call ends (a CI run under load waited out the 10 s sleep of
+    # the test below).  The timer sends again until the handler has taken one: here the first re-send is
+    # lost on purpose, and the interrupt must still end the sleep.
+    from skinflint import cli
+    _lose_the_first_kill(monkeypatch)
     inside = _inside_llvmlite()
     inherited = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
@@ -403,14 +408,7 @@ def test_a_command_on_another_thread_leaves_the_main_threads_resend_alone(monkey
     # A command run on a worker thread installs no handler (signals are the main thread's): entering and
     # leaving its context must not stop the main thread's re-send chain, or that Ctrl-C is lost
     from skinflint import cli
-    real_kill = signal.pthread_kill
-    sent = []
-
-    def lose_the_first(tid, sig):
-        sent.append(sig)
-        if len(sent) > 1:
-            real_kill(tid, sig)
-    monkeypatch.setattr(signal, "pthread_kill", lose_the_first)
+    _lose_the_first_kill(monkeypatch)
     inside = _inside_llvmlite()
 
     def worker():
