@@ -219,7 +219,14 @@ def weighted_gram_rows(A, rows, w):
     n = rows.shape[0]
     for i0 in range(0, n, GRAM_ROWS):
         gram_upper_add(A, rows, w, G, 0, i0, min(i0 + GRAM_ROWS, n))
-    for j in range(p):
+    return mirror_upper(G)
+
+
+@njit(cache=True)
+def mirror_upper(G):
+    """G with its lower triangle copied from the upper one (in place): the
+    Gram kernels sum the upper triangle only, so G is exactly symmetric."""
+    for j in range(G.shape[0]):
         for l in range(j):
             G[j, l] = G[l, j]
     return G
@@ -499,10 +506,7 @@ def cols_bias_gram(At, cols, w):
         for r in range(j, m):
             for c in range(r, m):
                 _gram_cell_t(At, cols, w, G, i0, i1, r, c)
-    for j in range(m + 1):
-        for l in range(j):
-            G[j, l] = G[l, j]
-    return G
+    return mirror_upper(G)
 
 
 @njit(cache=True)

@@ -24,29 +24,33 @@ from numba.extending import intrinsic, models, register_model
 _VEC = llir.VectorType(llir.DoubleType(), 4)
 
 
+def _is_c2_doubles(*arrs):
+    """2-D C-contiguous float64 arrays: only there are a row's four doubles
+    at 4 * row (``add4``'s 4-column arrays)."""
+    return all(isinstance(a, types.Array) and a.dtype == types.float64 and a.ndim == 2 and a.layout == "C"
+               for a in arrs)
+
+
+def _row4_ptr(context, builder, aty, arr, ity, idx):
+    """Pointer to row ``idx`` of the 4-column C array ``arr`` as a
+    ``<4 x double>*`` (no bounds check)."""
+    data = context.make_array(aty)(context, builder, arr).data
+    k = context.cast(builder, idx, ity, types.int64)
+    return builder.bitcast(builder.gep(data, [builder.mul(k, llir.IntType(64)(4))]), _VEC.as_pointer())
+
+
 @intrinsic
 def add4(typingctx, dst, i, src, j):
     """``dst[i, 0:4] += src[j, 0:4]``, elementwise, as one vector add
     (both float64 arrays C-contiguous with 4 columns; no bounds check)."""
-    # the vector load reads 4 adjacent doubles from row i: only a 2-D C-contiguous array has them there
-    if not (isinstance(dst, types.Array) and isinstance(src, types.Array)
-            and dst.dtype == types.float64 and src.dtype == types.float64
-            and dst.ndim == 2 and src.ndim == 2 and dst.layout == "C" and src.layout == "C"
-            and isinstance(i, types.Integer) and isinstance(j, types.Integer)):
+    if not (_is_c2_doubles(dst, src) and isinstance(i, types.Integer) and isinstance(j, types.Integer)):
         return None
     sig = types.void(dst, i, src, j)
 
     def codegen(context, builder, signature, args):
-        d, ii, s, jj = args
-        vec = llir.VectorType(llir.DoubleType(), 4)
-        i64 = llir.IntType(64)
-        ptrs = []
-        for arr, idx, aty, ity in ((d, ii, signature.args[0], signature.args[1]),
-                                   (s, jj, signature.args[2], signature.args[3])):
-            data = context.make_array(aty)(context, builder, arr).data
-            k = context.cast(builder, idx, ity, types.int64)
-            ptrs.append(builder.bitcast(builder.gep(data, [builder.mul(k, i64(4))]), vec.as_pointer()))
-        dp, sp = ptrs
+        a = signature.args
+        dp = _row4_ptr(context, builder, a[0], args[0], a[1], args[1])
+        sp = _row4_ptr(context, builder, a[2], args[2], a[3], args[3])
         builder.store(builder.fadd(builder.load(dp, align=8), builder.load(sp, align=8)), dp, align=8)
         return context.get_dummy_value()
     return sig, codegen
@@ -58,27 +62,18 @@ def add4x2(typingctx, dst_a, i, dst_b, k, src, j):
     ``add4`` into two features' sums with one load of the row's vector (a
     store to ``dst_a`` could alias ``src`` for all the compiler knows, so two
     ``add4`` calls load it twice).  The same IEEE-754 adds, in that order."""
-    arrs = (dst_a, dst_b, src)
-    if not (all(isinstance(a, types.Array) and a.dtype == types.float64 and a.ndim == 2 and a.layout == "C"
-                for a in arrs) and all(isinstance(x, types.Integer) for x in (i, k, j))):
+    if not (_is_c2_doubles(dst_a, dst_b, src) and all(isinstance(x, types.Integer) for x in (i, k, j))):
         return None
     sig = types.void(dst_a, i, dst_b, k, src, j)
 
     def codegen(context, builder, signature, args):
-        vec = llir.VectorType(llir.DoubleType(), 4)
-        i64 = llir.IntType(64)
-        ptrs = []
-        for a, x in ((0, 1), (2, 3), (4, 5)):
-            data = context.make_array(signature.args[a])(context, builder, args[a]).data
-            n = context.cast(builder, args[x], signature.args[x], types.int64)
-            ptrs.append(builder.bitcast(builder.gep(data, [builder.mul(n, i64(4))]), vec.as_pointer()))
-        pa, pb, ps = ptrs
+        a = signature.args
+        pa, pb, ps = (_row4_ptr(context, builder, a[n], args[n], a[n + 1], args[n + 1]) for n in (0, 2, 4))
         v = builder.load(ps, align=8)
         builder.store(builder.fadd(builder.load(pa, align=8), v), pa, align=8)
         builder.store(builder.fadd(builder.load(pb, align=8), v), pb, align=8)
         return context.get_dummy_value()
     return sig, codegen
-
 
 
 # ------------------------------------------------------------------ Vec4
@@ -98,7 +93,7 @@ class _Vec4Model(models.PrimitiveModel):
         super().__init__(dmm, fe_type, _VEC)
 
 
-def _is_c2(arr, i, j):
+def _is_row_of_doubles(arr, i, j):
     """A 2-D float64 array, C-contiguous or of any layout ("A": a column
     prefix ``buf[:, :p]`` of a C-contiguous buffer), and two integer indices.
     arr[i, j:j+4] must be four adjacent doubles: for layout "A" the caller
@@ -118,7 +113,7 @@ def _vec_ptr(context, builder, sig, args):
 @intrinsic
 def load4(typingctx, arr, i, j):
     """``arr[i, j:j+4]`` as a Vec4 (C-contiguous float64 2-D array)."""
-    if not _is_c2(arr, i, j):
+    if not _is_row_of_doubles(arr, i, j):
         return None
 
     def codegen(context, builder, sig, args):
@@ -129,7 +124,7 @@ def load4(typingctx, arr, i, j):
 @intrinsic
 def store4(typingctx, arr, i, j, v):
     """``arr[i, j:j+4] = v``."""
-    if not (_is_c2(arr, i, j) and v == vec4):
+    if not (_is_row_of_doubles(arr, i, j) and v == vec4):
         return None
 
     def codegen(context, builder, sig, args):

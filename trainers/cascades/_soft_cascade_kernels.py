@@ -130,7 +130,4 @@ def bias_design(H, w, y):
                 G[0, l + 1] += wi * H[i, l]
                 rhs[l + 1] += H[i, l] * v
         linalg.gram_upper_add(H, rows, w, G, 1, i0, i1)
-    for j in range(p):
-        for l in range(j):
-            G[j, l] = G[l, j]
-    return G, rhs
+    return linalg.mirror_upper(G), rhs

@@ -63,8 +63,11 @@ class SVMSolution:
         return float(self.theta[-1])
 
 
-def _with_bias(Phi):
-    return np.hstack([Phi, np.ones((Phi.shape[0], 1))])
+def _psi(Phi, biased=False):
+    """Psi = [Phi, 1] in float64; ``biased``: Phi already is Psi (its last
+    column the ones), used as it is, without a copy."""
+    Phi = np.asarray(Phi, np.float64)
+    return Phi if biased else np.hstack([Phi, np.ones((Phi.shape[0], 1))])
 
 
 def _reg_matrix(reg, S):
@@ -142,8 +145,7 @@ def l2svm_newton(Phi, y, mu=None, reg=1.0, theta0=None, max_iter=100, *, biased=
     -------
     SVMSolution
     """
-    Phi = np.asarray(Phi, np.float64)
-    Psi = Phi if biased else _with_bias(Phi)
+    Psi = _psi(Phi, biased)
     n, S = Psi.shape[0], Psi.shape[1] - 1
     y = np.asarray(y, np.float64)
     mu = np.ones(n) if mu is None else np.asarray(mu, np.float64)
@@ -151,7 +153,7 @@ def l2svm_newton(Phi, y, mu=None, reg=1.0, theta0=None, max_iter=100, *, biased=
     Rb = _reg_matrix(reg, S)
     theta = np.zeros(S + 1) if theta0 is None else np.asarray(theta0, np.float64).copy()
     if theta0 is None and mu.sum() > 0:       # start at the best bias alone
-        theta[-1] = np.sum(mu * y) / np.sum(mu)
+        theta[-1] = np.sum(mu_y) / np.sum(mu)
     f = linalg.matvec(Psi, theta)
     active = y * f < 1.0
     it = 0
@@ -252,8 +254,7 @@ def afr_adjoint(sol: SVMSolution, Phi_T, y_T, mu_T, Phi_V, y_V, mu_V, a, biased=
     Phi_T and Phi_V already end with the bias column (``l2svm_newton``'s
     ``biased``), used without a copy."""
     theta = sol.theta
-    Psi_V = np.asarray(Phi_V, np.float64) if biased else _with_bias(np.asarray(Phi_V, np.float64))
-    Psi_T = np.asarray(Phi_T, np.float64) if biased else _with_bias(np.asarray(Phi_T, np.float64))
+    Psi_V, Psi_T = _psi(Phi_V, biased), _psi(Phi_T, biased)
     yV = np.asarray(y_V, np.float64)
     loss, s = sigmoid_loss(yV * linalg.matvec(Psi_V, theta), mu_V, a)
     d = -a * mu_V * yV * s * (1.0 - s)
